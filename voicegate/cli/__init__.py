@@ -1,0 +1,1 @@
+"""The command line: builds the object graph explicitly and holds no business logic."""

@@ -1,0 +1,1 @@
+"""Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``."""

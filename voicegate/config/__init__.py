@@ -1,0 +1,1 @@
+"""Settings: YAML files parsed once at the edge into frozen dataclasses passed down."""

@@ -1,0 +1,1 @@
+"""The dialogue engine: projects, skills, memory, tools and the streaming turn interface."""

@@ -1,0 +1,1 @@
+"""The asyncio layer: server, call sessions, barge-in, playout."""

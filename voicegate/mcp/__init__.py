@@ -1,0 +1,1 @@
+"""MCP client sessions exposed to the engine as tools."""

@@ -1,0 +1,1 @@
+"""Speech ports (STT, TTS), embedded engines, remote adapters and fakes."""

@@ -1,0 +1,1 @@
+"""Voice-activity detection: frame scorers and the hysteresis detector."""
