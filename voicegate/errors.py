@@ -9,6 +9,8 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
     │   └── AudioFormatError         unsupported rate, width or channel count; bad WAV
     ├── RemoteProtocolError          a peer (provider, browser) sent a malformed message;
     │                                closes that call with this reason, never another call
+    ├── LocalProtocolError           voicegate asked a codec for something its protocol
+    │                                forbids in this state (a bug in the caller, not the peer)
     ├── SpeechError                  an STT/TTS engine or remote speech service failed
     └── EngineError                  the dialogue engine refused something
         ├── ProjectError             an agent project failed to load or validate
@@ -93,3 +95,7 @@ class ProjectMemoryAlreadySetError(MemoryWriteError):
 
 class LLMError(EngineError):
     """The language-model port failed (transport, protocol or provider error)."""
+
+
+class LocalProtocolError(VoicegateError):
+    """Voicegate itself tried to send what the peer's protocol forbids (e.g. audio before start)."""

@@ -1,1 +1,51 @@
-"""Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``."""
+"""Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
+
+One module per dialect (``twilio``, ``browser``), each a small class holding one call's
+protocol state; the events, commands and capabilities they share live in ``events``,
+``commands`` and ``base``. Codecs never do I/O and never transcode audio (design §3).
+"""
+
+from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
+from voicegate.codecs.browser import BrowserCodec
+from voicegate.codecs.commands import (
+    AcceptCall,
+    ClearAudio,
+    Command,
+    Hangup,
+    PausePlayback,
+    PlayAudio,
+    ResumePlayback,
+    SetMark,
+)
+from voicegate.codecs.events import (
+    AudioReceived,
+    CallEnded,
+    CallStarted,
+    DtmfReceived,
+    Event,
+    MarkReached,
+)
+from voicegate.codecs.twilio import TwilioCodec
+
+__all__ = [
+    "AcceptCall",
+    "AudioReceived",
+    "BrowserCodec",
+    "CallEnded",
+    "CallPhase",
+    "CallStarted",
+    "Capabilities",
+    "ClearAudio",
+    "Codec",
+    "Command",
+    "DtmfReceived",
+    "Event",
+    "FrameLimits",
+    "Hangup",
+    "MarkReached",
+    "PausePlayback",
+    "PlayAudio",
+    "ResumePlayback",
+    "SetMark",
+    "TwilioCodec",
+]

@@ -1,0 +1,56 @@
+"""What the session asks a codec to put on the wire: the closed set of outbound commands.
+
+Each codec maps these onto its provider's verbs (shared/spec/providers.md §b.0): the flush verb
+for :class:`ClearAudio` (Twilio ``clear``, Plivo ``clearAudio``, Genesys ``barge_in`` event,
+Asterisk ``FLUSH_MEDIA``...), the playback acknowledgement request for :class:`SetMark` (Twilio
+``mark``, Plivo ``checkpoint``, Vonage ``notify``, Asterisk ``MARK_MEDIA``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptCall:
+    """Answer the peer's start; providers that need a reply (browser, Genesys) send it here."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlayAudio:
+    """Queue audio for playback; ``payload`` is already in the codec's outbound wire format."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SetMark:
+    """Ask the peer to echo ``name`` once audio queued so far has played or been cleared."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClearAudio:
+    """Flush: the peer stops playback at once and drops every buffered chunk (barge-in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PausePlayback:
+    """Hold playback without dropping it; only where ``Capabilities.pause`` (Asterisk)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlayback:
+    """Continue playback held by :class:`PausePlayback` (a false interruption)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hangup:
+    """End the call; the session closes the socket after sending what this returns."""
+
+    reason: str
+
+
+#: Everything ``Codec.send`` accepts.
+Command = AcceptCall | PlayAudio | SetMark | ClearAudio | PausePlayback | ResumePlayback | Hangup
