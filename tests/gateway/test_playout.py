@@ -1,0 +1,82 @@
+"""Playout paces bot audio on media time, marks each segment and drops stale epochs."""
+
+from voicegate.codecs import ClearAudio, PlayAudio, SetMark
+from voicegate.gateway.ledger import TurnHeard
+from voicegate.gateway.playout import Playout, QueuedSegment
+
+ULAW_BYTES_PER_MS = 8
+
+
+def segment(text: str, ms: int, epoch: int = 0, turn: str = "t1") -> QueuedSegment:
+    return QueuedSegment(epoch, turn, text, bytes([0xFF]) * (ms * ULAW_BYTES_PER_MS))
+
+
+def audio_ms(commands: list[object]) -> int:
+    return sum(len(c.payload) for c in commands if isinstance(c, PlayAudio)) // ULAW_BYTES_PER_MS
+
+
+def test_release_keeps_at_most_the_send_ahead_in_flight() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100)
+    playout.enqueue(segment("hello there", 1000))
+    commands, news = playout.release(now_ms=0)
+    assert news.started
+    assert audio_ms(commands) == 100
+    assert all(len(c.payload) == 160 for c in commands if isinstance(c, PlayAudio))
+    for now in range(20, 2000, 20):
+        commands, news = playout.release(now_ms=now)
+        assert not news.started
+        assert audio_ms(commands) <= 20
+    assert playout.ledger.in_flight  # the mark has not come back yet
+
+
+def test_every_segment_ends_with_its_mark() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=1000)
+    playout.enqueue(segment("one", 100))
+    playout.enqueue(segment("two", 100))
+    commands, _ = playout.release(now_ms=0)
+    marks = [c.name for c in commands if isinstance(c, SetMark)]
+    assert marks == [s.mark for s in playout.ledger.in_flight]
+    assert isinstance(commands[-1], SetMark)
+    assert audio_ms(commands) == 200
+
+
+def test_marks_settle_what_was_heard_and_report_drain() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=1000)
+    playout.enqueue(segment("all of it", 200))
+    commands, _ = playout.release(now_ms=0)
+    assert playout.ledger.close_turn("t1") is None
+    mark = next(c.name for c in commands if isinstance(c, SetMark))
+    heard, news = playout.mark_reached(mark, now_ms=200)
+    assert heard == TurnHeard("t1", "all of it", interrupted=False)
+    assert news.drained
+    assert playout.idle
+
+
+def test_pause_holds_audio_and_resume_continues() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=40)
+    playout.enqueue(segment("a b c d", 400))
+    first, _ = playout.release(now_ms=0)
+    playout.pause()
+    held, _ = playout.release(now_ms=200)
+    assert held == []
+    playout.resume()
+    resumed, _ = playout.release(now_ms=220)
+    assert audio_ms(first) + audio_ms(resumed) == 40 + 40
+
+
+def test_flush_clears_the_provider_and_drops_the_old_epoch() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100)
+    playout.enqueue(segment("one two three four", 1000))
+    playout.release(now_ms=0)
+    commands, heard = playout.flush(new_epoch=1, now_ms=500)
+    assert commands == [ClearAudio()]
+    assert heard == [TurnHeard("t1", "one two", interrupted=True)]
+    # Audio the interrupted turn still produces is dropped before the codec.
+    playout.enqueue(segment("stale", 500, epoch=0))
+    commands, news = playout.release(now_ms=520)
+    assert commands == []
+    assert not news.started
+    playout.enqueue(segment("fresh", 100, epoch=1, turn="t2"))
+    commands, news = playout.release(now_ms=540)
+    assert news.started
+    assert audio_ms(commands) == 100
