@@ -1,0 +1,1 @@
+"""The language-model port and its implementations (scripted now; providers in issue 6)."""

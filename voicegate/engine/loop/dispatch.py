@@ -1,0 +1,55 @@
+"""Dispatching the model's tool calls (contract §7.5, tools reference "Cancellation").
+
+A call that completes, successfully or not, is recorded in the history and its result goes
+back to the model. A call cancelled mid-await is not recorded: ``ToolCancelled`` is emitted for
+the timeline and the cancellation propagates, so the step stays pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from voicegate.engine.history import ToolExecuted
+from voicegate.engine.llm.port import ToolCall, ToolResultMessage
+from voicegate.engine.loop.session import Session
+from voicegate.engine.loop.stream import TurnChannel
+from voicegate.engine.seam import ToolCancelled, ToolFinished, ToolStarted
+from voicegate.engine.tools.invoke import ToolOutcome, invoke_tool
+from voicegate.errors import ToolExecutionError
+
+
+async def dispatch_call(
+    session: Session, channel: TurnChannel, call: ToolCall
+) -> ToolResultMessage:
+    """Run one model-requested call and return the message carrying its result."""
+    turn_id = channel.turn_id
+    channel.emit(ToolStarted(turn_id, call.call_id, call.name, dict(call.arguments)))
+    try:
+        outcome = await _run(session, channel, call)
+    except asyncio.CancelledError:
+        channel.emit(ToolCancelled(turn_id, call.call_id, call.name))
+        raise
+    session.history.append(
+        ToolExecuted(
+            turn_id,
+            call.call_id,
+            call.name,
+            dict(call.arguments),
+            outcome.kind,
+            outcome.llm_response,
+        )
+    )
+    channel.emit(ToolFinished(turn_id, call.call_id, call.name, outcome.kind, outcome.llm_response))
+    return ToolResultMessage(call.call_id, call.name, json.dumps(outcome.llm_response))
+
+
+async def _run(session: Session, channel: TurnChannel, call: ToolCall) -> ToolOutcome:
+    bound = session.catalog.find(call.name)
+    if bound is None:
+        offered = ", ".join(tool.name for tool in session.catalog.offered()) or "none"
+        return ToolOutcome.failure(
+            ToolExecutionError(f"there is no tool {call.name!r} (offered: {offered})")
+        )
+    context = session.tool_context(channel, bound.skill_id)
+    return await invoke_tool(bound.tool, call.arguments, context, session.tool_timeout)

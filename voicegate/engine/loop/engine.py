@@ -1,0 +1,80 @@
+"""``ProjectEngine``: runs an agent project behind the streaming turn interface (design §4)."""
+
+from __future__ import annotations
+
+import functools
+
+from voicegate.engine.history import BotUttered, MemoryWritten
+from voicegate.engine.llm.port import LLMFactory
+from voicegate.engine.loop.session import Session
+from voicegate.engine.loop.stream import DEFAULT_UNWIND_GRACE, TurnStream
+from voicegate.engine.loop.turn_runner import run_turn
+from voicegate.engine.memory.state import MemoryState
+from voicegate.engine.memory.store import MemoryStore
+from voicegate.engine.project.model import Project
+from voicegate.engine.seam import CallInfo, UserInput
+from voicegate.errors import EngineError
+
+#: How long ``close`` waits for a turn that does not unwind after being cancelled.
+CLOSE_PATIENCE = 5.0
+
+
+class ProjectEngine:
+    """A dialogue engine for one loaded project; serves many calls at once."""
+
+    def __init__(
+        self,
+        project: Project,
+        llm: LLMFactory,
+        store: MemoryStore,
+        *,
+        unwind_grace: float = DEFAULT_UNWIND_GRACE,
+    ) -> None:
+        self.project = project
+        self._llm = llm
+        self._store = store
+        self._grace = unwind_grace
+        self._catalog = project.tool_catalog()
+        self._sessions: dict[str, Session] = {}
+
+    async def open(self, call: CallInfo) -> None:
+        """Start a session: load its memory from the store, seed it, make its model port."""
+        if call.call_id in self._sessions:
+            raise EngineError(f"call {call.call_id!r} is already open")
+        memory = MemoryState(self.project.memory, self._store, call.memory_key)
+        session = Session(call, self.project, self._catalog, memory, self._llm(call.call_id))
+        for ref in memory.start_session(call.metadata):
+            session.history.append(MemoryWritten("", ref.namespace, ref.entry, memory.value(ref)))
+        self._sessions[call.call_id] = session
+
+    def turn(self, call_id: str, user: UserInput) -> TurnStream:
+        """Run one turn; a turn still running for the call is cancelled before this one starts."""
+        session = self.session(call_id)
+        return TurnStream(
+            session.next_turn_id(),
+            functools.partial(run_turn, session, user),
+            running=session.running,
+            before_start=functools.partial(session.settle, self._grace),
+            unwind_grace=self._grace,
+        )
+
+    async def heard(self, call_id: str, turn_id: str, heard_text: str, interrupted: bool) -> None:
+        """Record what the caller heard of a turn; only this bot text enters the history."""
+        session = self.session(call_id)
+        if turn_id not in session.turn_ids:
+            raise EngineError(f"call {call_id!r} has no turn {turn_id!r}")
+        if heard_text.strip():
+            session.history.append(BotUttered(turn_id, heard_text.strip(), interrupted))
+
+    async def close(self, call_id: str) -> None:
+        """End a session, cancelling a turn that still runs; its memory stays in the store."""
+        session = self._sessions.pop(call_id, None)
+        if session is not None:
+            await session.settle(CLOSE_PATIENCE)
+
+    def session(self, call_id: str) -> Session:
+        """The open session of a call (for tests and the chat command's inspection)."""
+        try:
+            return self._sessions[call_id]
+        except KeyError:
+            raise EngineError(f"call {call_id!r} is not open") from None

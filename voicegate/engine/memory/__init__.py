@@ -1,0 +1,1 @@
+"""Memory: declarations (``memory.yml``), the ``context.memory`` rules, and durable stores."""

@@ -1,0 +1,1 @@
+"""The tool runtime: ``@tool``, schemas, ``ToolContext``, invocation, hooks, Mantle import paths."""

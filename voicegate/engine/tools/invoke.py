@@ -1,0 +1,112 @@
+"""Running one local tool call: argument check, wall-clock timeout, failure capture.
+
+Contract §8.6: each local call has a wall-clock limit (``tool_timeout``, default 10 s). A
+timeout or an exception is a *failure* reported to the model; a cancellation is not a failure
+and is never caught here: ``asyncio.CancelledError`` propagates so the caller records nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from voicegate.engine.history import ToolOutcomeKind
+from voicegate.engine.tools.context import ToolContext
+from voicegate.engine.tools.decorator import Tool
+from voicegate.engine.tools.result import ToolResult
+from voicegate.engine.tools.schema import validate_arguments
+from voicegate.errors import ToolExecutionError, ToolTimeoutError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOOL_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """How a call ended and what the model reads back (the result, or ``{"error": ...}``)."""
+
+    kind: ToolOutcomeKind
+    llm_response: Any
+    error: str | None = None
+
+    @classmethod
+    def ok(cls, llm_response: Any) -> ToolOutcome:
+        """A call that returned a ToolResult."""
+        return cls("ok", llm_response)
+
+    @classmethod
+    def failure(cls, error: ToolExecutionError) -> ToolOutcome:
+        """A call that failed; the model reads the error message."""
+        kind: ToolOutcomeKind = "timeout" if isinstance(error, ToolTimeoutError) else "error"
+        return cls(kind, {"error": str(error)}, str(error))
+
+
+async def invoke_tool(
+    tool: Tool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+) -> ToolOutcome:
+    """Call ``tool`` with ``context=``; failures become outcomes, cancellation propagates."""
+    if not isinstance(arguments, Mapping):
+        problem: str | None = f"arguments must be an object, got {type(arguments).__name__}"
+    else:
+        problem = validate_arguments(tool.spec, arguments)
+    if problem is not None:
+        return ToolOutcome.failure(ToolExecutionError(f"tool {tool.name!r}: {problem}"))
+    try:
+        result = await _call_with_timeout(tool, arguments, context, time_limit)
+    except ToolExecutionError as error:
+        return ToolOutcome.failure(error)
+    _reraise_swallowed_cancellation()
+    return _checked_result(tool, result)
+
+
+async def _call_with_timeout(
+    tool: Tool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+) -> Any:
+    deadline = asyncio.timeout(time_limit)
+    try:
+        async with deadline:
+            return await tool.invoke(arguments, context)
+    except TimeoutError as error:
+        if deadline.expired():
+            raise ToolTimeoutError(
+                f"tool {tool.name!r} timed out after {time_limit:g} s (tool_timeout)"
+            ) from None
+        raise _failed(tool, error) from error
+    except Exception as error:
+        raise _failed(tool, error) from error
+
+
+def _failed(tool: Tool, error: Exception) -> ToolExecutionError:
+    log.warning("tool %r failed", tool.name, exc_info=error)
+    return ToolExecutionError(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
+
+
+def _reraise_swallowed_cancellation() -> None:
+    # A tool that catches CancelledError must re-raise; if it returned instead, the turn is
+    # still over and the runtime discards what it returned (tools reference, "Cancellation").
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+def _checked_result(tool: Tool, result: Any) -> ToolOutcome:
+    if not isinstance(result, ToolResult):
+        return ToolOutcome.failure(
+            ToolExecutionError(
+                f"tool {tool.name!r} returned {type(result).__name__}, expected ToolResult"
+            )
+        )
+    try:
+        json.dumps(result.llm_response)
+    except (TypeError, ValueError) as error:
+        return ToolOutcome.failure(
+            ToolExecutionError(
+                f"tool {tool.name!r}: llm_response is not JSON-serialisable: {error}"
+            )
+        )
+    return ToolOutcome.ok(result.llm_response)
