@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
+from voicegate.audio.pcm import Samples
 from voicegate.errors import AudioFormatError
-
-Samples = npt.NDArray[np.int16]
 
 
 @dataclass(frozen=True, slots=True)

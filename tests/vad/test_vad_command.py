@@ -1,0 +1,102 @@
+"""`voicegate vad`: text and JSON output, scorer choice, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.vad.vad_kit import FIXTURES, HUMAN
+from voicegate.audio.resample import StreamResampler
+from voicegate.audio.wav import read_wav, write_wav
+from voicegate.cli.main import main
+
+DIGIT = HUMAN / "asterisk" / "digit-4.wav"
+NOISE = HUMAN / "alsa" / "Noise_8k.wav"
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["vad", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_text_output_lists_the_segments(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([str(DIGIT)], capsys)
+    _, json_out, _ = run([str(DIGIT), "--json"], capsys)
+    (segment,) = json.loads(json_out)["segments"]
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0] == f"{DIGIT}: 8000 Hz, 801 ms, scorer combined, 1 speech segment(s)"
+    assert lines[1].split() == [
+        "1",
+        str(segment["start_ms"]),
+        "ms",
+        "->",
+        str(segment["end_ms"]),
+        "ms",
+        f"({segment['end_ms'] - segment['start_ms']}",
+        "ms)",
+    ]
+
+
+def test_webrtc_alone_calls_the_noise_speech(capsys: pytest.CaptureFixture[str]) -> None:
+    # Why the default combines scorers (fixtures/audio/README.md).
+    _, out, _ = run([str(NOISE), "--json", "--scorer", "webrtc", "--aggressiveness", "3"], capsys)
+    assert len(json.loads(out)["segments"]) == 1
+    _, out, _ = run([str(NOISE), "--json", "--scorer", "silero"], capsys)
+    assert json.loads(out)["segments"] == []
+
+
+@pytest.mark.parametrize("rate", [24000, 48000])
+def test_wideband_files_are_resampled_to_16k(
+    rate: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = HUMAN / "pocketsphinx" / "goforward_16k.wav"
+    audio = read_wav(source)
+    upsampler = StreamResampler(16000, rate)
+    upsampled = np.concatenate([upsampler.push(audio.samples), upsampler.flush()])
+    write_wav(tmp_path / "wide.wav", upsampled[upsampler.delay_samples :], rate)
+    _, native, _ = run([str(source), "--json"], capsys)
+    _, wide, _ = run([str(tmp_path / "wide.wav"), "--json"], capsys)
+    (native_segment,) = json.loads(native)["segments"]
+    (wide_segment,) = json.loads(wide)["segments"]
+    assert abs(wide_segment["start_ms"] - native_segment["start_ms"]) <= 20
+    _, text, _ = run([str(tmp_path / "wide.wav")], capsys)
+    assert f"{rate} Hz (resampled to 16000 Hz)" in text
+
+
+def test_an_unsupported_rate_is_refused_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_wav(tmp_path / "cd.wav", np.zeros(4410, dtype=np.int16), 44100)
+    code, out, err = run([str(tmp_path / "cd.wav"), "--json"], capsys)
+    assert (code, out) == (1, "")
+    assert "44100 Hz is not supported" in err
+
+
+def test_a_missing_file_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run([str(FIXTURES / "nope.wav")], capsys)
+    assert (code, out) == (1, "")
+    assert "nope.wav: no such file" in err
+
+
+def test_a_stereo_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with wave.open(str(tmp_path / "stereo.wav"), "wb") as writer:
+        writer.setnchannels(2)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(bytes(3200))
+    code, _, err = run([str(tmp_path / "stereo.wav")], capsys)
+    assert code == 1
+    assert "mono 16-bit" in err
+
+
+@pytest.mark.parametrize("bad", [["--aggressiveness", "4"], ["--scorer", "energy"]])
+def test_bad_options_are_usage_errors(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["vad", str(DIGIT), *bad])
+    assert exit_info.value.code == 2

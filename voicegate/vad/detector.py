@@ -1,0 +1,100 @@
+"""The detector: a frame scorer, the two thresholds and the state machine, on media time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from voicegate.errors import ConfigError
+from voicegate.types import MediaMs
+from voicegate.vad.combined import CombinedScorer
+from voicegate.vad.frames import Frame, frame_length, iter_frames
+from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
+from voicegate.vad.scoring import FrameScorer, classify
+from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
+from voicegate.vad.silero import SileroScorer
+from voicegate.vad.webrtc import WebrtcScorer
+
+
+def build_scorer(sample_rate: int, settings: VadSettings) -> FrameScorer:
+    """The scorer ``settings.scorer`` names, for one stream at ``sample_rate``."""
+    check_sample_rate(sample_rate)
+    if settings.scorer is ScorerKind.WEBRTC:
+        return WebrtcScorer(sample_rate, settings.webrtc_aggressiveness, settings.frame_ms)
+    if settings.scorer is ScorerKind.SILERO:
+        return SileroScorer(sample_rate, settings.frame_ms)
+    return CombinedScorer(sample_rate, settings)
+
+
+class Detector:
+    """Turns consecutive frames of one stream into SpeechStarted / SpeechEnded events.
+
+    Media time starts at 0 with the first frame and advances ``frame_ms`` per frame pushed,
+    so replaying a recording gives identical events every run (design §6).
+    """
+
+    def __init__(self, scorer: FrameScorer, settings: VadSettings) -> None:
+        if scorer.frame_ms != settings.frame_ms:
+            raise ConfigError(
+                f"the scorer takes {scorer.frame_ms} ms frames, the settings say "
+                f"{settings.frame_ms} ms"
+            )
+        self._scorer = scorer
+        self._settings = settings
+        self._state = MachineState()
+        self._media_ms: MediaMs = 0
+
+    @property
+    def media_ms(self) -> MediaMs:
+        """Media time at the end of the last frame pushed."""
+        return self._media_ms
+
+    @property
+    def phase(self) -> Phase:
+        """Where the state machine stands."""
+        return self._state.phase
+
+    def push(self, frame: Frame) -> tuple[VadEvent, ...]:
+        """Score and step one frame; the events it caused."""
+        evidence = self._scorer.evidence(frame)
+        verdict = classify(
+            evidence, self._settings.speech_threshold, self._settings.maybe_threshold
+        )
+        self._state, events = step(self._state, verdict, self._media_ms, self._settings)
+        self._media_ms += self._settings.frame_ms
+        return events
+
+    def finish(self) -> tuple[VadEvent, ...]:
+        """End of stream: close speech that is still open."""
+        self._state, events = finish(self._state, self._media_ms)
+        return events
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One stretch of detected speech, in media ms from the start of the audio."""
+
+    start_ms: MediaMs
+    end_ms: MediaMs
+
+
+def detect_segments(samples: Frame, sample_rate: int, settings: VadSettings) -> list[Segment]:
+    """Run a fresh detector over a whole recording; a trailing partial frame is left out."""
+    detector = Detector(build_scorer(sample_rate, settings), settings)
+    events: list[VadEvent] = []
+    for frame in iter_frames(samples, frame_length(sample_rate, settings.frame_ms)):
+        events.extend(detector.push(frame))
+    events.extend(detector.finish())
+    return _pair(events)
+
+
+def _pair(events: list[VadEvent]) -> list[Segment]:
+    segments: list[Segment] = []
+    start: MediaMs | None = None
+    for event in events:
+        if isinstance(event, SpeechEnded):
+            if start is not None:
+                segments.append(Segment(start, event.end_ms))
+            start = None
+        else:
+            start = event.onset_ms
+    return segments
