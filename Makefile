@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/voicegate --help
+	$(BIN)/voicegate serve --config config/voicegate.yml
 
 test: lint typecheck layers pytest
 

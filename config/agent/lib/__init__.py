@@ -1,0 +1,1 @@
+"""Shared code of the example project (importable from tool modules while they load)."""

@@ -1,0 +1,102 @@
+"""Wiring for end-to-end call tests: a real gateway on loopback and an emulated Twilio caller."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voicegate.audio.wav import read_wav
+from voicegate.callers.script import CallerScript, Cue
+from voicegate.engine.llm.script import load_script
+from voicegate.engine.llm.scripted import ScriptedLLM
+from voicegate.engine.loop.engine import ProjectEngine
+from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
+from voicegate.engine.project.loader import load_project
+from voicegate.gateway.lifecycle import Gateway
+from voicegate.gateway.media import MediaFactory
+from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
+from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
+from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
+
+ROOT = Path(__file__).resolve().parents[2]
+AUDIO = ROOT / "fixtures" / "audio"
+SLOW_BANK = ROOT / "fixtures" / "projects" / "slow_bank"
+
+
+def recording(relative: str) -> Any:
+    """Samples of a fixture recording (8 kHz for Twilio callers)."""
+    return read_wav(AUDIO / relative).samples
+
+
+def transcript_of(relative: str) -> str:
+    """The label beside a fixture (fixtures/audio/transcripts.tsv); noise has none."""
+    for line in (AUDIO / "transcripts.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        path, text, _ = line.split("\t")
+        if path == relative:
+            return text
+    if "Noise" in relative:
+        return ""
+    raise KeyError(relative)
+
+
+def cue(relative: str, **placement: int) -> Cue:
+    """A fixture recording placed in the call, labelled with its transcript."""
+    label = transcript_of(relative)
+    return Cue(recording(relative), label=relative, transcript=label, **placement)  # type: ignore[arg-type]
+
+
+@dataclass
+class CallWorld:
+    """Everything a call test looks at afterwards."""
+
+    project: Path
+    runner: SessionRunner
+    engine: ProjectEngine
+    store: SqliteMemoryStore
+    url: str
+
+    def tool_record(self) -> list[dict[str, Any]]:
+        """What the project's tool wrote about itself."""
+        path = self.project / "tool_record.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@asynccontextmanager
+async def gateway_for(
+    tmp_path: Path,
+    transcripts: Sequence[str],
+    *,
+    project: Path = SLOW_BANK,
+    conversation: str = "conversation.yml",
+    settings: SessionSettings | None = None,
+) -> AsyncIterator[CallWorld]:
+    """A real gateway on a free loopback port running ``project`` with a scripted model."""
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy)
+    script = load_script(copy / conversation)
+    store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
+    engine = ProjectEngine(load_project(copy), lambda call_id: ScriptedLLM(script), store)
+    services = CallServices(
+        engine=engine,
+        stt=ScriptedSpeechToText(transcripts),
+        tts=ToneTextToSpeech(16000, ms_per_char=40),
+        media=MediaFactory(),
+    )
+    runner = SessionRunner(services, settings or SessionSettings())
+    options = GatewayOptions(port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions())
+    async with Gateway(runner, options) as gateway:
+        url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
+        yield CallWorld(copy, runner, engine, store, url)
+    store.close()
+
+
+def script_of(*cues: Cue, tail_ms: int = 8000) -> CallerScript:
+    """A Twilio caller's script (8 kHz) that stays on the line ``tail_ms`` after its last cue."""
+    return CallerScript(cues, 8000, tail_ms=tail_ms)

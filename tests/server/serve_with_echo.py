@@ -1,0 +1,31 @@
+"""`voicegate serve` with an echo runner in place of call sessions (run as a subprocess).
+
+This isolates the server unit inside the real command: argument parsing, settings, signals,
+drain and exit code, with calls that only echo.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from voicegate.cli.main import build_parser
+from voicegate.cli.serve_command import serve_main
+from voicegate.codecs import Codec
+from voicegate.config import Settings
+from voicegate.gateway.transport import CallRunner, Transport
+
+
+async def echo(transport: Transport, codec: Codec) -> None:
+    """Send every message back until the peer or the gateway closes."""
+    while (message := await transport.receive()) is not None:
+        await transport.send(message)
+
+
+def echo_runner(settings: Settings) -> CallRunner:
+    """The runner builder handed to serve_main."""
+    return echo
+
+
+if __name__ == "__main__":
+    arguments = build_parser().parse_args(["serve", *sys.argv[1:]])
+    sys.exit(serve_main(arguments, runner_builder=echo_runner))

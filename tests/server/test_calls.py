@@ -1,0 +1,160 @@
+"""Admission against capacity, crash isolation and protocol-error closes, over real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tests.server.server_kit import (
+    ScriptedRunner,
+    call,
+    close_of,
+    eventually,
+    get_json,
+    receive_json,
+    running_gateway,
+    twilio_start,
+)
+from voicegate.codecs import Codec
+from voicegate.errors import RemoteProtocolError
+from voicegate.gateway.calls import CallRegistry, Refusal
+from voicegate.gateway.transport import Transport
+from voicegate.gateway.websocket import MAX_CLOSE_REASON_BYTES, close_reason
+
+
+async def test_a_call_over_capacity_is_refused_with_1013_and_a_reason() -> None:
+    async with running_gateway(ScriptedRunner(), capacity=1) as gateway:
+        async with call(gateway, "/twilio") as first:
+            assert await receive_json(first) == {"dialect": "twilio"}
+            status, body = await get_json(gateway, "/readyz")
+            assert (status, body["reason"], body["active_calls"]) == (
+                503,
+                "at capacity (1 calls)",
+                1,
+            )
+            async with call(gateway, "/twilio") as second:
+                assert await close_of(second) == (1013, "at capacity (1 calls)")
+            # The admitted call is unaffected by the refusal.
+            await first.send(twilio_start("CA1"))
+            assert await receive_json(first) == {"event": "CallStarted"}
+            await first.send("hangup")
+            assert await close_of(first) == (1000, "bye")
+        await eventually(lambda: not gateway.calls.active, "the first call to be released")
+        async with call(gateway, "/twilio") as third:
+            assert await receive_json(third) == {"dialect": "twilio"}
+
+
+async def test_a_refused_browser_gets_a_stop_message_with_the_reason_before_the_close() -> None:
+    async with (
+        running_gateway(ScriptedRunner(), capacity=1) as gateway,
+        call(gateway, "/browser") as first,
+    ):
+        await receive_json(first)
+        async with call(gateway, "/browser") as second:
+            stop = {"type": "stop", "reason": "at capacity (1 calls)"}
+            assert await receive_json(second) == stop
+            assert await close_of(second) == (1013, "at capacity (1 calls)")
+
+
+async def test_a_crashing_call_closes_with_1011_and_the_other_call_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = ScriptedRunner()
+    async with (
+        running_gateway(runner) as gateway,
+        call(gateway, "/twilio") as doomed,
+        call(gateway, "/twilio") as survivor,
+    ):
+        await receive_json(doomed)
+        await receive_json(survivor)
+        with caplog.at_level(logging.ERROR, logger="voicegate.gateway.calls"):
+            await doomed.send("crash")
+            code, reason = await close_of(doomed)
+        assert code == 1011
+        call_id = reason.removeprefix("internal error in call ")
+        assert call_id.startswith("twilio-")
+        crash_logs = [r for r in caplog.records if "crashed" in r.getMessage()]
+        assert len(crash_logs) == 1
+        assert call_id in crash_logs[0].getMessage()
+        assert crash_logs[0].exc_info is not None  # the traceback is logged
+        # The other call still decodes messages and ends normally.
+        await survivor.send(twilio_start("CA2"))
+        assert await receive_json(survivor) == {"event": "CallStarted"}
+        await survivor.send("hangup")
+        assert await close_of(survivor) == (1000, "bye")
+    assert runner.finished == 1
+
+
+async def test_a_protocol_error_closes_with_1002_and_its_message() -> None:
+    async with running_gateway(ScriptedRunner()) as gateway:
+        async with call(gateway, "/twilio") as client:
+            await receive_json(client)
+            await client.send("bad")
+            assert await close_of(client) == (1002, "peer sent nonsense")
+        async with call(gateway, "/browser") as client:
+            await receive_json(client)
+            await client.send(b"\x00\x01")  # audio before start: the codec's own error
+            code, reason = await close_of(client)
+        assert code == 1002
+        assert "before 'start'" in reason
+
+
+async def test_a_protocol_error_inside_a_task_group_still_closes_with_1002() -> None:
+    async def runner(transport: Transport, codec: Codec) -> None:
+        async def bad_reader() -> None:
+            await transport.receive()
+            raise RemoteProtocolError("unexpected frame")
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(bad_reader())
+
+    async with running_gateway(runner) as gateway, call(gateway, "/browser") as client:
+        await client.send("anything")
+        assert await close_of(client) == (1002, "unexpected frame")
+
+
+async def test_a_runner_that_returns_closes_the_socket_normally() -> None:
+    async def runner(transport: Transport, codec: Codec) -> None:
+        await transport.send("only this")
+
+    async with running_gateway(runner) as gateway, call(gateway, "/browser") as client:
+        assert await client.recv() == "only this"
+        assert await close_of(client) == (1000, "call ended")
+
+
+def test_close_reasons_fit_a_close_frame_without_splitting_characters() -> None:
+    assert close_reason("short") == b"short"
+    long = "é" * 100  # 200 bytes of UTF-8
+    cut = close_reason(long)
+    assert len(cut) <= MAX_CLOSE_REASON_BYTES
+    assert cut.decode("utf-8") == "é" * (MAX_CLOSE_REASON_BYTES // 2)
+
+
+async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
+    registry = CallRegistry(capacity=2)
+    transport = _NullTransport()
+    assert registry.admit("a", "twilio", transport) == Refusal(
+        1013, "the gateway is starting, try again"
+    )
+    registry.open()
+    first = registry.admit("a", "twilio", transport)
+    second = registry.admit("b", "browser", transport)
+    assert isinstance(registry.admit("c", "twilio", transport), Refusal)
+    assert not isinstance(first, Refusal)
+    assert not isinstance(second, Refusal)
+    registry.release(first)
+    assert not isinstance(registry.admit("c", "twilio", transport), Refusal)
+    assert [c.call_id for c in registry.active] == ["b", "c"]
+
+
+class _NullTransport:
+    async def receive(self) -> str | bytes | None:
+        return None
+
+    async def send(self, message: str | bytes) -> None:
+        return None
+
+    async def close(self, code: int, reason: str) -> None:
+        return None

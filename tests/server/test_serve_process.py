@@ -1,0 +1,106 @@
+"""`voicegate serve` as a process: it listens, drains on SIGTERM/SIGINT and exits 0."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import pytest
+from websockets.asyncio.client import connect
+
+from tests.server.serve_with_echo import echo_runner
+from tests.server.server_kit import close_of
+from voicegate.cli.main import build_parser, main
+from voicegate.cli.serve_command import serve_main
+
+SCRIPT = Path(__file__).with_name("serve_with_echo.py")
+
+
+@asynccontextmanager
+async def serve_process(config: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """A running `voicegate serve` (echo runner) and its base URL, read from its stdout."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(SCRIPT),
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        first_line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", first_line)
+        assert found, f"unexpected first line: {first_line!r}"
+        yield process, found.group(1)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def write_config(tmp_path: Path) -> Path:
+    config = tmp_path / "voicegate.yml"
+    config.write_text("server:\n  port: 0\n  shutdown_deadline_s: 0.5\n", encoding="utf-8")
+    return config
+
+
+async def test_sigterm_closes_running_calls_after_the_deadline_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    async with serve_process(write_config(tmp_path)) as (process, base):
+        async with aiohttp.ClientSession() as session, session.get(base + "/readyz") as reply:
+            assert reply.status == 200
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send("ping")
+            assert await asyncio.wait_for(client.recv(), 10) == "ping"
+            process.send_signal(signal.SIGTERM)
+            assert await close_of(client) == (1001, "the gateway is shutting down")
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+        assert process.stderr is not None
+        log = (await process.stderr.read()).decode()
+    assert "drained: 0 finished, 1 closed" in log
+
+
+async def test_sigint_without_calls_exits_0(tmp_path: Path) -> None:
+    async with serve_process(write_config(tmp_path)) as (process, _):
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+
+
+def test_serve_refuses_an_unknown_language_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--port", "0", "--llm", "nonsense:x"]) == 1
+    assert "engine.llm: 'nonsense:x' is not available" in capsys.readouterr().err
+
+
+def test_serve_reports_a_bad_settings_file_with_the_key_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "voicegate.yml"
+    config.write_text("server:\n  capacity: lots\n", encoding="utf-8")
+    assert main(["serve", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert f"{config}: server.capacity: expected a whole number, got str 'lots'" in err
+
+
+def test_serve_checks_command_line_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--port", "70000"]) == 1
+    assert "command line: port must be between 0 and 65535" in capsys.readouterr().err
+
+
+def test_serve_reports_a_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        arguments = build_parser().parse_args(["serve", "--port", str(port)])
+        assert serve_main(arguments, runner_builder=echo_runner) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err

@@ -1,0 +1,87 @@
+"""Drive an emulated caller over a real WebSocket, paced on its media clock.
+
+The caller ticks every 20 ms of media time; ``speed`` divides the wall-clock pause between
+ticks (speed 4 replays a 60 s call in 15 s). Gateway messages are taken as they arrive, so
+marks and clears are answered the way the provider would answer them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+
+class EmulatedCaller(Protocol):
+    """A provider emulation: opening messages, a tick per 20 ms, answers to gateway messages."""
+
+    now_ms: int
+
+    def opening(self) -> list[str]:
+        """Messages that open the stream."""
+        ...
+
+    def tick(self) -> list[str | bytes]:
+        """Advance 20 ms of media time."""
+        ...
+
+    def receive(self, message: str | bytes) -> list[str]:
+        """Take a gateway message; messages to send back at once."""
+        ...
+
+    def closing(self) -> str:
+        """The message that ends the stream."""
+        ...
+
+    def finished(self, deadline_ms: int) -> bool:
+        """Nothing more to say or hear."""
+        ...
+
+
+async def drive(
+    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+) -> int | None:
+    """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
+    async with connect(url, max_size=2**20) as socket:
+        for message in caller.opening():
+            await socket.send(message)
+        async with asyncio.TaskGroup() as tasks:
+            listener = tasks.create_task(_listen(socket, caller))
+            await _speak(socket, caller, speed=speed, max_ms=max_ms, listener=listener)
+            if not listener.done():
+                await socket.send(caller.closing())
+                await socket.close()
+        return listener.result()
+
+
+async def _speak(
+    socket: ClientConnection,
+    caller: EmulatedCaller,
+    *,
+    speed: float,
+    max_ms: int,
+    listener: asyncio.Task[int | None],
+) -> None:
+    started = time.monotonic()
+    while not caller.finished(max_ms) and not listener.done():
+        for message in caller.tick():
+            try:
+                await socket.send(message)
+            except ConnectionClosed:
+                return
+        due = started + caller.now_ms / 1000 / speed
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+
+
+async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> int | None:
+    """Answer gateway messages until the connection closes; the close code."""
+    try:
+        async for message in socket:
+            for answer in caller.receive(message):
+                await socket.send(answer)
+    except ConnectionClosed:
+        pass
+    return socket.close_code

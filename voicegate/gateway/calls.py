@@ -1,0 +1,228 @@
+"""The registry of active calls: admission against a capacity, crash isolation, and draining.
+
+Every call runs in a task owned by a :class:`asyncio.TaskGroup` in the request handler that
+accepted it (design §8: no task without an owner); the registry only keeps a handle so that
+a drain can close and cancel what is still running at the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass, field
+
+from voicegate.codecs import Codec
+from voicegate.errors import RemoteProtocolError
+from voicegate.gateway.transport import (
+    CLOSE_GOING_AWAY,
+    CLOSE_INTERNAL_ERROR,
+    CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_TRY_AGAIN_LATER,
+    CallRunner,
+    Transport,
+)
+
+log = logging.getLogger(__name__)
+
+#: After the deadline, how long cancelled calls get to unwind before the drain gives up on them.
+CANCEL_GRACE_S = 5.0
+SHUTDOWN_REASON = "the gateway is shutting down"
+
+
+class Admission(enum.Enum):
+    """Whether the gateway takes new calls."""
+
+    STARTING = "starting"  # listening, not ready yet (e.g. warming up models)
+    OPEN = "open"
+    DRAINING = "draining"  # shutting down: running calls may finish, new ones are refused
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a new call is not taken, as the WebSocket close it gets."""
+
+    code: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What ``GET /readyz`` reports."""
+
+    ready: bool
+    reason: str
+    active_calls: int
+    capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class DrainResult:
+    """How a drain ended: calls that finished by themselves, and calls closed at the deadline."""
+
+    finished: int
+    closed: int
+
+
+@dataclass(slots=True, eq=False)
+class ActiveCall:
+    """One admitted call: its transport, the task running it, and how its socket will close."""
+
+    call_id: str
+    dialect: str
+    transport: Transport
+    task: asyncio.Task[None] | None = None
+    # Until something decides otherwise, an unfinished call was cancelled from outside.
+    close_code: int = CLOSE_GOING_AWAY
+    close_reason: str = "call cancelled"
+    _decided: bool = field(default=False, repr=False)
+
+    def decide(self, code: int, reason: str) -> None:
+        """Record how the call ends; the first decision wins (a drain beats a later return)."""
+        if not self._decided:
+            self._decided = True
+            self.close_code, self.close_reason = code, reason
+
+
+class CallRegistry:
+    """Active calls by id, admitted up to ``capacity`` while the gateway is open."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self._capacity = capacity
+        self._admission = Admission.STARTING
+        self._calls: dict[str, ActiveCall] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def admission(self) -> Admission:
+        """Whether new calls are taken."""
+        return self._admission
+
+    @property
+    def active(self) -> tuple[ActiveCall, ...]:
+        """The calls running now."""
+        return tuple(self._calls.values())
+
+    def open(self) -> None:
+        """Start taking calls (once the server is listening and warmed up)."""
+        if self._admission is Admission.STARTING:
+            self._admission = Admission.OPEN
+
+    def refusal(self) -> Refusal | None:
+        """Why a new call would be refused now, or None if it would be admitted."""
+        match self._admission:
+            case Admission.STARTING:
+                return Refusal(CLOSE_TRY_AGAIN_LATER, "the gateway is starting, try again")
+            case Admission.DRAINING:
+                return Refusal(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+        if len(self._calls) >= self._capacity:
+            return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._capacity} calls)")
+        return None
+
+    def readiness(self) -> Readiness:
+        """Ready means a new call would be admitted."""
+        refusal = self.refusal()
+        reason = "ready" if refusal is None else refusal.reason
+        return Readiness(refusal is None, reason, len(self._calls), self._capacity)
+
+    def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
+        """Register a new call, or say why not (checked and registered in one step)."""
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
+        if call_id in self._calls:
+            raise ValueError(f"call id {call_id!r} is already active")
+        call = ActiveCall(call_id, dialect, transport)
+        self._calls[call_id] = call
+        self._idle.clear()
+        return call
+
+    def release(self, call: ActiveCall) -> None:
+        """Forget a call whose handler has finished."""
+        self._calls.pop(call.call_id, None)
+        if not self._calls:
+            self._idle.set()
+
+    async def drain(self, deadline_s: float, *, hurry: asyncio.Event | None = None) -> DrainResult:
+        """Refuse new calls, let running ones finish until the deadline, then close the rest.
+
+        Setting ``hurry`` (a second signal) ends the wait for running calls early.
+        """
+        self._admission = Admission.DRAINING
+        running = len(self._calls)
+        if await self._wait_idle(deadline_s, hurry):
+            return DrainResult(finished=running, closed=0)
+        remaining = self.active
+        log.info("drain: closing %d call(s) still running", len(remaining))
+        await asyncio.gather(*(_close_going_away(call) for call in remaining))
+        if not await self._wait_idle(CANCEL_GRACE_S):
+            stuck = ", ".join(call.call_id for call in self.active)
+            log.error("calls still running %.0f s after cancellation: %s", CANCEL_GRACE_S, stuck)
+        return DrainResult(finished=running - len(remaining), closed=len(remaining))
+
+    async def _wait_idle(self, timeout_s: float, hurry: asyncio.Event | None = None) -> bool:
+        """Wait until no call is active (True), or the timeout or ``hurry`` came first."""
+        if self._idle.is_set():
+            return True
+        waits = [asyncio.ensure_future(self._idle.wait())]
+        if hurry is not None:
+            waits.append(asyncio.ensure_future(hurry.wait()))
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return self._idle.is_set()
+
+
+async def _close_going_away(call: ActiveCall) -> None:
+    """Tell the peer why, then cancel the runner (its ``finally`` blocks still run)."""
+    call.decide(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+    await call.transport.close(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+    if call.task is not None:
+        call.task.cancel()
+
+
+async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+    """Run one call to its end in a task it owns, then close its socket with the outcome."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            call.task = group.create_task(_guarded(call, runner, codec), name=call.call_id)
+    finally:
+        await call.transport.close(call.close_code, call.close_reason)
+
+
+async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+    """Turn whatever escapes the runner into this call's close code; never into another's."""
+    try:
+        await runner(call.transport, codec)
+    except Exception as error:
+        protocol_error = _as_protocol_error(error)
+        if protocol_error is not None:
+            log.warning("call %s: protocol error: %s", call.call_id, protocol_error)
+            call.decide(CLOSE_PROTOCOL_ERROR, str(protocol_error))
+        else:
+            log.exception("call %s crashed", call.call_id)
+            call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")
+    else:
+        call.decide(CLOSE_NORMAL, "call ended")
+
+
+def _as_protocol_error(error: Exception) -> RemoteProtocolError | None:
+    """The peer's fault, also when a session's task group wrapped it in an ExceptionGroup."""
+    if isinstance(error, RemoteProtocolError):
+        return error
+    if isinstance(error, ExceptionGroup):
+        matched, rest = error.split(RemoteProtocolError)
+        if matched is not None and rest is None:
+            return _first_leaf(matched)
+    return None
+
+
+def _first_leaf(group: ExceptionGroup[RemoteProtocolError]) -> RemoteProtocolError:
+    first = group.exceptions[0]
+    return first if isinstance(first, RemoteProtocolError) else _first_leaf(first)

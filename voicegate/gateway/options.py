@@ -1,0 +1,61 @@
+"""What the server needs to know, as plain frozen data built by the CLI from the settings.
+
+The gateway layer never reads ``config/voicegate.yml`` (that is ``voicegate.config``, a layer
+above); ``voicegate.config.Settings.gateway_options`` maps the file onto these, with secrets
+already resolved from the environment by the CLI (design §7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from voicegate.codecs.browser import SAMPLE_RATES
+from voicegate.errors import ConfigError
+
+#: Webhook form fields forwarded by default as TwiML ``<Parameter>`` (they reach the session as
+#: ``customParameters`` of Twilio's ``start`` message, providers.md §b.1).
+DEFAULT_WEBHOOK_FIELDS = ("CallSid", "From", "To")
+
+
+@dataclass(frozen=True, slots=True)
+class TwilioOptions:
+    """The Twilio routes: ``POST /twilio/voice`` (TwiML) and the ``/twilio`` media stream."""
+
+    # Static <Parameter name=.. value=..> pairs written into every <Stream>.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Webhook form fields copied into <Parameter>s under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    # The account's auth token; when set, webhooks must carry a valid X-Twilio-Signature.
+    auth_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserOptions:
+    """The ``/browser`` route (docs/protocols/browser.md)."""
+
+    output_sample_rate: int = 16000
+
+    def __post_init__(self) -> None:
+        # Fail when the server is built, not on the first browser call.
+        if self.output_sample_rate not in SAMPLE_RATES:
+            raise ConfigError(
+                f"browser output_sample_rate must be one of {SAMPLE_RATES}, "
+                f"got {self.output_sample_rate}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOptions:
+    """Listening address, limits and enabled providers (None: the provider's routes are off)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080  # 0 picks a free port (tests, the in-process replay gateway)
+    # Where providers reach this server from outside, e.g. "https://voice.example.com";
+    # None: derived from each request's Host header (fine on a LAN, wrong behind a proxy).
+    public_url: str | None = None
+    capacity: int = 100
+    shutdown_deadline_s: float = 30.0
+    twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
+    browser: BrowserOptions | None = field(default_factory=BrowserOptions)

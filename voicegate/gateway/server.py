@@ -1,0 +1,169 @@
+"""The HTTP and WebSocket routes, on one aiohttp application (one port for both).
+
+==========================  ============================================================
+``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
+``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
+``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
+``GET /healthz``            the process is alive
+``GET /readyz``             a new call would be admitted (503 with the reason if not)
+==========================  ============================================================
+
+Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
+:class:`~voicegate.gateway.transport.Transport`, to the one :class:`CallRunner` the
+application was built with. The routes of a disabled provider are not registered (404).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+
+from aiohttp import web
+
+from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
+from voicegate.gateway.calls import CallRegistry, Refusal, run_call
+from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.transport import CallRunner, Transport
+from voicegate.gateway.twiml import (
+    connect_stream_twiml,
+    external_base,
+    signature_valid,
+    stream_parameters,
+    websocket_url,
+)
+from voicegate.gateway.websocket import WebSocketTransport
+
+log = logging.getLogger(__name__)
+
+TWILIO_STREAM_PATH = "/twilio"
+TWILIO_WEBHOOK_PATH = "/twilio/voice"
+BROWSER_PATH = "/browser"
+#: How long closing a socket waits for the peer's close frame before dropping the connection.
+CLOSE_TIMEOUT_S = 5.0
+#: aiohttp's own frame limit, above every codec's message limit (the codecs say what is wrong).
+MAX_FRAME_BYTES = 1024 * 1024
+
+
+def new_call_id(dialect: str) -> str:
+    """A fresh id for a call, unique enough to find it in the logs."""
+    return f"{dialect}-{uuid.uuid4().hex[:16]}"
+
+
+def build_app(
+    runner: CallRunner,
+    options: GatewayOptions,
+    calls: CallRegistry,
+    *,
+    call_ids: Callable[[str], str] = new_call_id,
+) -> web.Application:
+    """The application serving every route; ``calls`` admits calls and is drained to stop."""
+    routes = _Routes(runner, options, calls, call_ids)
+    app = web.Application()
+    app.router.add_get("/healthz", routes.healthz)
+    app.router.add_get("/readyz", routes.readyz)
+    if options.twilio is not None:
+        app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
+        app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
+    if options.browser is not None:
+        app.router.add_get(BROWSER_PATH, routes.browser_stream)
+    return app
+
+
+class _Routes:
+    """The request handlers, sharing the runner, the options and the call registry."""
+
+    def __init__(
+        self,
+        runner: CallRunner,
+        options: GatewayOptions,
+        calls: CallRegistry,
+        call_ids: Callable[[str], str],
+    ) -> None:
+        self._runner = runner
+        self._options = options
+        self._calls = calls
+        self._call_ids = call_ids
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        """The process is up and serving HTTP."""
+        return web.json_response({"status": "ok"})
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Whether a new call would be admitted, and if not why (starting, draining, full)."""
+        readiness = self._calls.readiness()
+        body = {
+            "ready": readiness.ready,
+            "reason": readiness.reason,
+            "active_calls": readiness.active_calls,
+            "capacity": readiness.capacity,
+        }
+        return web.json_response(body, status=200 if readiness.ready else 503)
+
+    async def twilio_voice(self, request: web.Request) -> web.Response:
+        """Answer Twilio's voice webhook with TwiML that streams the call to ``/twilio``."""
+        twilio = self._options.twilio
+        assert twilio is not None  # the route exists only when Twilio is enabled
+        form = await request.post()
+        fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
+        base = external_base(self._options.public_url, request.scheme, request.host)
+        if twilio.auth_token is not None:
+            signature = request.headers.get("X-Twilio-Signature", "")
+            url = base + request.rel_url.path_qs
+            if not signature_valid(twilio.auth_token, url, fields, signature):
+                log.warning("twilio webhook: bad X-Twilio-Signature for %s", url)
+                return web.Response(status=403, text="invalid X-Twilio-Signature\n")
+        refusal = self._calls.refusal()
+        if refusal is not None:
+            # Twilio then tries the number's fallback URL, if one is configured.
+            return web.Response(status=503, text=refusal.reason + "\n")
+        first_values = {name: values[0] for name, values in fields.items() if values}
+        parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, first_values)
+        twiml = connect_stream_twiml(websocket_url(base, TWILIO_STREAM_PATH), parameters)
+        return web.Response(text=twiml, content_type="text/xml")
+
+    async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Twilio Media Streams call."""
+        return await self._media_call(request, "twilio", lambda call_id: TwilioCodec())
+
+    async def browser_stream(self, request: web.Request) -> web.StreamResponse:
+        """A browser call."""
+        browser = self._options.browser
+        assert browser is not None  # the route exists only when the browser is enabled
+        rate = browser.output_sample_rate
+        return await self._media_call(
+            request, "browser", lambda call_id: BrowserCodec(call_id, output_sample_rate=rate)
+        )
+
+    async def _media_call(
+        self, request: web.Request, dialect: str, codec_for: Callable[[str], Codec]
+    ) -> web.StreamResponse:
+        """Upgrade, admit or refuse, run the call to its end, close the socket."""
+        socket = web.WebSocketResponse(
+            timeout=CLOSE_TIMEOUT_S, compress=False, max_msg_size=MAX_FRAME_BYTES
+        )
+        if not socket.can_prepare(request).ok:
+            return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
+        await socket.prepare(request)
+        transport = WebSocketTransport(socket)
+        call_id = self._call_ids(dialect)
+        codec = codec_for(call_id)
+        admitted = self._calls.admit(call_id, dialect, transport)
+        if isinstance(admitted, Refusal):
+            log.info("call %s refused: %s", call_id, admitted.reason)
+            await refuse(transport, codec, admitted)
+            return socket
+        log.info("call %s started", call_id)
+        try:
+            await run_call(admitted, self._runner, codec)
+        finally:
+            self._calls.release(admitted)
+        log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
+        return socket
+
+
+async def refuse(transport: Transport, codec: Codec, refusal: Refusal) -> None:
+    """Turn a call away: the dialect's hang-up message (browser ``stop``), then the close."""
+    for message in codec.send(Hangup(refusal.reason)):
+        await transport.send(message)
+    await transport.close(refusal.code, refusal.reason)

@@ -1,0 +1,405 @@
+"""One call: codec events in, barge-in decisions, engine turns, paced bot audio out.
+
+Design §2 and §4 to §6. A ``CallSession`` owns one ``asyncio.TaskGroup``: the receive loop (the
+call's media clock: every inbound 20 ms frame advances ``now_ms``), the transcript reader, and
+at most one turn task at a time. The barge-in machine decides; this module only executes its
+actions. A confirmed interruption cancels the turn task (the running tool sees
+``CancelledError``), bumps the epoch so no audio of the old turn is sent, flushes the provider
+with its own verb and reports to the engine what the caller actually heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from voicegate.codecs import (
+    AcceptCall,
+    AudioReceived,
+    CallEnded,
+    CallStarted,
+    Codec,
+    Command,
+    DtmfReceived,
+    Hangup,
+    MarkReached,
+)
+from voicegate.codecs import Event as CodecEvent
+from voicegate.engine.seam import (
+    CallInfo,
+    DialogueEngine,
+    Say,
+    UserInput,
+    event_record,
+)
+from voicegate.engine.seam import Dtmf as DtmfInput
+from voicegate.engine.seam import Transcript as TranscriptInput
+from voicegate.engine.seam import (
+    TurnEnded as EngineTurnEnded,
+)
+from voicegate.errors import LocalProtocolError, RemoteProtocolError
+from voicegate.gateway import bargein
+from voicegate.gateway.ledger import TurnHeard
+from voicegate.gateway.media import CallMedia, MediaFactory, VoiceEvent
+from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
+from voicegate.gateway.timeline import Timeline
+from voicegate.gateway.transport import (
+    CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
+    Transport,
+)
+from voicegate.speech.ports import SpeechToText, SpeechToTextStream, TextToSpeech, TranscriptResult
+from voicegate.types import MediaMs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Per-call behaviour (built from config/voicegate.yml by the CLI)."""
+
+    frame_ms: int = 20
+    send_ahead_ms: int = 100
+    barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class CallServices:
+    """What every call shares: the engine, the speech engines and the media factory."""
+
+    engine: DialogueEngine
+    stt: SpeechToText
+    tts: TextToSpeech
+    media: MediaFactory
+
+
+class CallSession:
+    """Runs one call from its start message to its end."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        codec: Codec,
+        services: CallServices,
+        settings: SessionSettings,
+        timeline: Timeline | None = None,
+    ) -> None:
+        self._transport = transport
+        self._codec = codec
+        self._services = services
+        self._settings = settings
+        self.timeline = timeline or Timeline()
+        self._state = bargein.BargeInState()
+        self._now_ms: MediaMs = 0
+        self._call_id = ""
+        self._media: CallMedia | None = None
+        self._stt: SpeechToTextStream | None = None
+        self._playout: Playout | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._turn: asyncio.Task[None] | None = None
+        self._turn_id = ""
+        self._turn_count = 0
+
+    @property
+    def call_id(self) -> str:
+        """The provider's call id, once the call has started."""
+        return self._call_id
+
+    async def run(self) -> None:
+        """Serve the call until the peer stops, hangs up or breaks the protocol."""
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                try:
+                    await self._receive_loop()
+                finally:
+                    await self._shutdown()
+        finally:
+            if self._call_id:
+                await self._services.engine.close(self._call_id)
+
+    # --- inbound ------------------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        while (message := await self._transport.receive()) is not None:
+            try:
+                events = self._codec.receive(message)
+            except RemoteProtocolError as error:
+                self.timeline.emit(self._now_ms, "protocol_error", reason=str(error))
+                await self._transport.close(CLOSE_PROTOCOL_ERROR, str(error)[:120])
+                return
+            for event in events:
+                if not await self._on_codec_event(event):
+                    return
+
+    async def _on_codec_event(self, event: CodecEvent) -> bool:
+        """Handle one provider event; False once the call is over."""
+        match event:
+            case CallStarted():
+                await self._start(event)
+            case AudioReceived(payload=payload):
+                await self._on_audio(payload)
+            case DtmfReceived(digit=digit):
+                self.timeline.emit(self._now_ms, "dtmf", digit=digit)
+                await self._apply(bargein.Dtmf(self._now_ms, digit))
+            case MarkReached(name=name):
+                await self._on_mark(name)
+            case CallEnded(reason=reason):
+                self.timeline.emit(self._now_ms, "call_ended", reason=reason)
+                await self._transport.close(CLOSE_NORMAL, "call ended")
+                return False
+        return True
+
+    async def _start(self, started: CallStarted) -> None:
+        self._call_id = started.call_id or started.stream_id
+        wire = self._codec.capabilities.outbound_format
+        self._media = self._services.media.open(started.audio_format, wire)
+        self._playout = Playout(
+            bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
+            frame_ms=self._settings.frame_ms,
+            send_ahead_ms=self._settings.send_ahead_ms,
+        )
+        self._stt = self._services.stt.open(self._services.media.sample_rate)
+        await self._send(AcceptCall())
+        self.timeline.emit(
+            0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
+        )
+        await self._services.engine.open(CallInfo(self._call_id, metadata=started.metadata))
+        assert self._tasks is not None
+        self._tasks.create_task(self._read_transcripts(self._stt))
+
+    async def _on_audio(self, payload: bytes) -> None:
+        assert self._media is not None
+        assert self._stt is not None
+        for frame in self._media.inbound(payload):
+            self._now_ms += self._settings.frame_ms
+            self._stt.push(frame, self._now_ms)
+            for voice in self._media.detect(frame):
+                await self._on_voice(voice)
+            await self._apply(bargein.Tick(self._now_ms))
+            await self._release()
+
+    async def _on_voice(self, voice: VoiceEvent) -> None:
+        assert self._stt is not None
+        if voice.started:
+            self.timeline.emit(self._now_ms, "speech_started", onset_ms=voice.at_ms)
+            self._stt.speech_started(voice.at_ms)
+            await self._apply(bargein.SpeechStarted(self._now_ms, voice.at_ms))
+        else:
+            self.timeline.emit(self._now_ms, "speech_ended", end_ms=voice.at_ms)
+            self._stt.speech_ended(voice.at_ms)
+            await self._apply(bargein.SpeechEnded(self._now_ms))
+
+    async def _read_transcripts(self, stt: SpeechToTextStream) -> None:
+        async for result in stt.results():
+            await self._on_transcript(result)
+
+    async def _on_transcript(self, result: TranscriptResult) -> None:
+        self.timeline.emit(self._now_ms, "transcript", text=result.text, final=result.final)
+        await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
+
+    async def _on_mark(self, name: str) -> None:
+        assert self._playout is not None
+        heard, news = self._playout.mark_reached(name, self._now_ms)
+        self.timeline.emit(self._now_ms, "mark_played", name=name)
+        if heard is not None:
+            await self._report_heard(heard)
+        await self._on_playout_news(news)
+
+    # --- barge-in actions ---------------------------------------------------------------------
+
+    async def _apply(self, event: bargein.Event) -> None:
+        self._state, actions = bargein.step(self._state, event, self._settings.barge_in)
+        for action in actions:
+            await self._execute(action)
+
+    async def _execute(self, action: bargein.Action) -> None:
+        assert self._playout is not None
+        match action:
+            case bargein.StartTurn(text=text, dtmf=dtmf):
+                user: UserInput = DtmfInput(dtmf) if dtmf else TranscriptInput(text)
+                self._start_turn(user)
+            case bargein.CancelTurn():
+                await self._interrupt(action)
+            case bargein.PausePlayout():
+                self._playout.pause()
+                self.timeline.emit(self._now_ms, "playout_paused")
+            case bargein.ResumePlayout():
+                self._playout.resume()
+                self.timeline.emit(self._now_ms, "playout_resumed")
+
+    async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
+        assert self._playout is not None
+        self.timeline.emit(
+            self._now_ms,
+            "interruption",
+            reason=cancel.reason,
+            onset_ms=cancel.onset_ms,
+            epoch=cancel.epoch,
+        )
+        turn, turn_id = self._turn, self._turn_id
+        if turn is not None and not turn.done():
+            turn.cancel()
+            self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
+        commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
+        await self._send_all(commands)
+        self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
+        reported = {h.turn_id for h in heard}
+        for settled in heard:
+            await self._report_heard(settled)
+        if turn_id and turn_id not in reported:
+            await self._report_heard(TurnHeard(turn_id, "", interrupted=True))
+
+    # --- turns --------------------------------------------------------------------------------
+
+    def _start_turn(self, user: UserInput) -> None:
+        assert self._tasks is not None
+        previous = self._turn
+        self._turn_count += 1
+        epoch = self._state.epoch
+        self._turn = self._tasks.create_task(self._run_turn(user, epoch, previous))
+
+    async def _run_turn(
+        self, user: UserInput, epoch: int, previous: asyncio.Task[None] | None
+    ) -> None:
+        if previous is not None:
+            # A cancelled turn may still be unwinding its tool; turns never overlap.
+            await asyncio.wait([previous])
+        stream = self._services.engine.turn(self._call_id, user)
+        self._turn_id = stream.turn_id
+        self.timeline.emit(self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user))
+        try:
+            async with stream:
+                async for event in stream:
+                    await self._on_turn_event(event, epoch)
+        except asyncio.CancelledError:
+            self._record_undelivered(stream.undelivered())
+            raise
+        await self._finish_turn(stream.turn_id)
+
+    async def _on_turn_event(self, event: Any, epoch: int) -> None:
+        if not isinstance(event, EngineTurnEnded):
+            self.timeline.emit(self._now_ms, **_event_fields(event))
+        match event:
+            case Say():
+                await self._speak(event, epoch)
+            case EngineTurnEnded():
+                self.timeline.emit(self._now_ms, **_event_fields(event))
+
+    def _record_undelivered(self, events: tuple[Any, ...]) -> None:
+        for event in events:
+            if not isinstance(event, Say):
+                self.timeline.emit(self._now_ms, **_event_fields(event))
+
+    async def _finish_turn(self, turn_id: str) -> None:
+        assert self._playout is not None
+        heard = self._playout.ledger.close_turn(turn_id)
+        if heard is not None:
+            await self._report_heard(heard)
+        await self._apply(bargein.TurnEnded(self._now_ms))
+
+    async def _speak(self, say: Say, epoch: int) -> None:
+        """Synthesise one sentence and queue it for playout."""
+        assert self._media is not None
+        assert self._playout is not None
+        chunks = [chunk async for chunk in self._services.tts.synthesize(say.text)]
+        payload = self._media.outbound(chunks, self._services.tts.sample_rate)
+        self._playout.enqueue(QueuedSegment(epoch, say.turn_id, say.text, payload))
+        await self._release()
+
+    async def _report_heard(self, heard: TurnHeard) -> None:
+        self.timeline.emit(
+            self._now_ms,
+            "heard",
+            turn_id=heard.turn_id,
+            text=heard.text,
+            interrupted=heard.interrupted,
+        )
+        await self._services.engine.heard(
+            self._call_id, heard.turn_id, heard.text, heard.interrupted
+        )
+
+    # --- outbound -----------------------------------------------------------------------------
+
+    async def _release(self) -> None:
+        assert self._playout is not None
+        commands, news = self._playout.release(self._now_ms)
+        await self._send_all(commands)
+        await self._on_playout_news(news)
+
+    async def _on_playout_news(self, news: PlayoutNews) -> None:
+        if news.started:
+            self.timeline.emit(self._now_ms, "bot_speaking", interruptible=news.interruptible)
+            await self._apply(bargein.PlayoutStarted(self._now_ms, news.interruptible))
+        if news.drained:
+            self.timeline.emit(self._now_ms, "bot_quiet")
+            await self._apply(bargein.PlayoutDrained(self._now_ms))
+
+    async def _send_all(self, commands: list[Command]) -> None:
+        for command in commands:
+            await self._send(command)
+
+    async def _send(self, command: Command) -> None:
+        for message in self._codec.send(command):
+            await self._transport.send(message)
+
+    async def _shutdown(self) -> None:
+        """Stop the turn and the recogniser so the task group can finish."""
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        if self._stt is not None:
+            await self._stt.aclose()
+        if self._call_id:
+            with contextlib.suppress(LocalProtocolError):
+                await self._send(Hangup("call over"))
+
+
+def _input(user: UserInput) -> dict[str, str]:
+    match user:
+        case DtmfInput(digits=digits):
+            return {"dtmf": digits}
+        case TranscriptInput(text=text):
+            return {"text": text}
+    return {"kind": type(user).__name__}
+
+
+def _event_fields(event: Any) -> dict[str, Any]:
+    record = event_record(event)
+    return {"event": record.pop("event"), **record}
+
+
+class SessionRunner:
+    """The gateway's ``CallRunner``: one :class:`CallSession` per accepted call.
+
+    Keeps the timelines of the most recent calls (``keep_timelines``) so the replay tool and
+    tests can read what happened, and an operator can fetch it after a call.
+    """
+
+    def __init__(
+        self, services: CallServices, settings: SessionSettings, *, keep_timelines: int = 100
+    ) -> None:
+        self._services = services
+        self._settings = settings
+        self._keep = keep_timelines
+        self._timelines: dict[str, Timeline] = {}
+
+    async def __call__(self, transport: Transport, codec: Codec) -> None:
+        """Run one call to its end."""
+        timeline = Timeline()
+        session = CallSession(transport, codec, self._services, self._settings, timeline)
+        try:
+            await session.run()
+        finally:
+            self._remember(session.call_id or f"call-{len(self._timelines) + 1}", timeline)
+
+    def timeline(self, call_id: str) -> Timeline | None:
+        """The timeline of a recent call."""
+        return self._timelines.get(call_id)
+
+    def _remember(self, call_id: str, timeline: Timeline) -> None:
+        self._timelines[call_id] = timeline
+        while len(self._timelines) > self._keep:
+            del self._timelines[next(iter(self._timelines))]

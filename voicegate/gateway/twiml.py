@@ -1,0 +1,123 @@
+"""TwiML for Twilio's voice webhook, the URLs it points at, and webhook signature checks.
+
+The webhook answer connects the call to this gateway's ``/twilio`` media stream,
+bidirectionally: ``<Connect><Stream url="wss://..."><Parameter .../></Stream></Connect>``
+(shared/spec/providers.md §b.1; https://www.twilio.com/docs/voice/twiml/stream). Parameters
+come back in the stream's ``start`` message as ``customParameters``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+#: Characters XML 1.0 does not allow at all (§2.2), even escaped: dropped from values.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Whitespace in attributes is written as references so parsers do not normalise it away.
+_ATTRIBUTE_ESCAPES = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&apos;",
+    "\t": "&#9;",
+    "\n": "&#10;",
+    "\r": "&#13;",
+}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+
+
+def xml_attribute(value: str) -> str:
+    """``value`` as a double-quoted XML attribute value, escaped."""
+    text = _NOT_XML.sub("", value)
+    return '"' + "".join(_ATTRIBUTE_ESCAPES.get(char, char) for char in text) + '"'
+
+
+def connect_stream_twiml(stream_url: str, parameters: Iterable[tuple[str, str]]) -> str:
+    """A TwiML document that connects the call to a bidirectional media stream."""
+    parameter_lines = [
+        f"      <Parameter name={xml_attribute(name)} value={xml_attribute(value)}/>"
+        for name, value in parameters
+    ]
+    return "\n".join(
+        [
+            '<?xml version="1.0" encoding="UTF-8"?>',
+            "<Response>",
+            "  <Connect>",
+            f"    <Stream url={xml_attribute(stream_url)}>",
+            *parameter_lines,
+            "    </Stream>",
+            "  </Connect>",
+            "</Response>",
+            "",
+        ]
+    )
+
+
+def stream_parameters(
+    static: Mapping[str, str], fields: Sequence[str], form: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """Configured parameters first, then the named webhook form fields that are present."""
+    forwarded = [(name, form[name]) for name in fields if name in form]
+    return [*static.items(), *forwarded]
+
+
+def external_base(public_url: str | None, scheme: str, host: str) -> str:
+    """This gateway's URL as providers see it: the configured one, else the request's."""
+    base = public_url if public_url else f"{scheme}://{host}"
+    return base.rstrip("/")
+
+
+def websocket_url(base: str, path: str) -> str:
+    """``base`` (http, https, ws or wss) turned into the WebSocket URL of ``path``."""
+    scheme, separator, rest = base.partition("://")
+    if not separator or scheme.lower() not in _WEBSOCKET_SCHEMES:
+        raise ValueError(f"not an http(s) or ws(s) URL: {base!r}")
+    return f"{_WEBSOCKET_SCHEMES[scheme.lower()]}://{rest}{path}"
+
+
+def twilio_signature(auth_token: str, url: str, form: Mapping[str, Sequence[str]]) -> str:
+    """The X-Twilio-Signature Twilio computes for a POST to ``url`` with ``form``.
+
+    https://www.twilio.com/docs/usage/security#validating-requests : the full URL, then every
+    POST parameter name followed by its value, sorted by name; HMAC-SHA1 keyed with the auth
+    token; base64.
+    """
+    signed = url + "".join(name + value for name in sorted(form) for value in sorted(form[name]))
+    digest = hmac.new(auth_token.encode("utf-8"), signed.encode("utf-8"), hashlib.sha1).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def signature_valid(
+    auth_token: str, url: str, form: Mapping[str, Sequence[str]], signature: str
+) -> bool:
+    """True when ``signature`` is the one Twilio would send for this request.
+
+    Twilio may sign the URL with or without the scheme's default port (its own validators
+    accept both), so both spellings are tried.
+    """
+    given = signature.encode("utf-8")
+    return any(
+        hmac.compare_digest(twilio_signature(auth_token, candidate, form).encode("ascii"), given)
+        for candidate in _port_spellings(url)
+    )
+
+
+def _port_spellings(url: str) -> list[str]:
+    """``url`` as given, and with its port removed, or its default port added."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    shown = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        other = shown
+    else:
+        default = _DEFAULT_PORTS.get(parts.scheme)
+        other = f"{shown}:{default}" if default else shown
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@{other}" if userinfo else other
+    return [url, urlunsplit(parts._replace(netloc=netloc))]
