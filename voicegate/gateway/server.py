@@ -144,7 +144,12 @@ class _Routes:
         )
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
-        await socket.prepare(request)
+        try:
+            await socket.prepare(request)
+        except ConnectionError as error:
+            # The peer gave up during the handshake (e.g. its open timeout under load).
+            log.info("%s upgrade abandoned by the peer: %s", request.path, error)
+            return socket
         transport = WebSocketTransport(socket)
         call_id = self._call_ids(dialect)
         codec = codec_for(call_id)

@@ -32,14 +32,12 @@ from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
     Say,
+    TurnEvent,
     UserInput,
     event_record,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.engine.seam import (
-    TurnEnded as EngineTurnEnded,
-)
 from voicegate.errors import LocalProtocolError, RemoteProtocolError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
@@ -156,7 +154,9 @@ class CallSession:
     async def _start(self, started: CallStarted) -> None:
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
-        self._media = self._services.media.open(started.audio_format, wire)
+        # Building the VAD loads an ONNX model (~60 ms of C code that releases the GIL): off
+        # the event loop, so a call starting never stalls the audio of calls in progress.
+        self._media = await asyncio.to_thread(self._services.media.open, started.audio_format, wire)
         self._playout = Playout(
             bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
             frame_ms=self._settings.frame_ms,
@@ -280,16 +280,12 @@ class CallSession:
             raise
         await self._finish_turn(stream.turn_id)
 
-    async def _on_turn_event(self, event: Any, epoch: int) -> None:
-        if not isinstance(event, EngineTurnEnded):
-            self.timeline.emit(self._now_ms, **_event_fields(event))
-        match event:
-            case Say():
-                await self._speak(event, epoch)
-            case EngineTurnEnded():
-                self.timeline.emit(self._now_ms, **_event_fields(event))
+    async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
+        self.timeline.emit(self._now_ms, **_event_fields(event))
+        if isinstance(event, Say):
+            await self._speak(event, epoch)
 
-    def _record_undelivered(self, events: tuple[Any, ...]) -> None:
+    def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
             if not isinstance(event, Say):
                 self.timeline.emit(self._now_ms, **_event_fields(event))
@@ -366,7 +362,7 @@ def _input(user: UserInput) -> dict[str, str]:
     return {"kind": type(user).__name__}
 
 
-def _event_fields(event: Any) -> dict[str, Any]:
+def _event_fields(event: TurnEvent) -> dict[str, Any]:
     record = event_record(event)
     return {"event": record.pop("event"), **record}
 
