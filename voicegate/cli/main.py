@@ -8,13 +8,25 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 import voicegate
-from voicegate.cli import chat_command, serve_command, vad_command
+from voicegate.cli import (
+    chat_command,
+    say_command,
+    serve_command,
+    transcribe_command,
+    vad_command,
+)
 from voicegate.errors import VoicegateError
 
 #: Each command module exposes ``add_parser(subparsers)``, which registers its sub-command and
 #: sets ``handler`` (a function taking the parsed namespace and returning an exit code).
 #: The list is explicit on purpose: no import-time registries (design §8).
-COMMAND_MODULES: tuple[ModuleType, ...] = (chat_command, vad_command, serve_command)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    chat_command,
+    vad_command,
+    serve_command,
+    transcribe_command,
+    say_command,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

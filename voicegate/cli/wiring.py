@@ -3,7 +3,8 @@
 ``serve`` and ``replay`` both build their call runner here, so the gateway a replay starts in
 process is the one ``voicegate serve`` runs. Engine choices are written as specs:
 ``scripted:FILE`` for the scripted model and the scripted recogniser, ``tone`` for the tone
-synthesiser.
+synthesiser, ``whisper[:MODEL]`` for the embedded recogniser (MODEL: ``tiny.en``, the bundled
+model, or a CTranslate2 model directory) and ``espeak[:VOICE]`` for the embedded synthesiser.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
-from voicegate.errors import ConfigError
+from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
+from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
+from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
+from voicegate.speech.embedded.whisper_model import (
+    BUNDLED_MODEL,
+    WhisperOptions,
+    WhisperRecognizer,
+)
+from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 
@@ -49,19 +58,51 @@ def build_llm(spec: str) -> LLMFactory:
 
 
 def build_stt(spec: str) -> SpeechToText:
-    """The recogniser a spec names (``scripted:FILE``, one transcript per line)."""
+    """The recogniser a spec names, loaded here (Whisper: once per process).
+
+    ``scripted:FILE`` (one transcript per line), ``whisper`` or ``whisper:tiny.en`` (the
+    bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory).
+    """
     kind, argument = split_spec(spec, "speech.stt")
     if kind == "scripted" and argument:
         lines = Path(argument).read_text(encoding="utf-8").splitlines()
         return ScriptedSpeechToText([line.strip() for line in lines if line.strip()])
-    raise ConfigError(f"speech.stt: unknown engine {spec!r} (try scripted:FILE)")
+    if kind == "whisper":
+        return WhisperSpeechToText(load_whisper(argument))
+    raise ConfigError(
+        f"speech.stt: unknown engine {spec!r} (try whisper, whisper:tiny.en, whisper:DIR "
+        "or scripted:FILE)"
+    )
+
+
+def load_whisper(model: str) -> WhisperRecognizer:
+    """Whisper from ``model`` (empty or ``tiny.en``: the bundled model; else a directory)."""
+    model_dir = None if model in ("", BUNDLED_MODEL) else Path(model)
+    try:
+        recognizer = WhisperRecognizer(WhisperOptions(model_dir=model_dir))
+    except SpeechError as error:
+        raise ConfigError(f"speech.stt: {error}") from None
+    recognizer.warm_up()
+    return recognizer
 
 
 def build_tts(spec: str, sample_rate: int) -> TextToSpeech:
-    """The synthesiser a spec names (``tone``)."""
+    """The synthesiser a spec names: ``tone``, ``espeak`` or ``espeak:VOICE`` (e.g. en-us)."""
+    kind, argument = split_spec(spec, "speech.tts")
     if spec == "tone":
         return ToneTextToSpeech(sample_rate)
-    raise ConfigError(f"speech.tts: unknown engine {spec!r} (try tone)")
+    if kind == "espeak":
+        return build_espeak(argument or Voice().name, sample_rate)
+    raise ConfigError(f"speech.tts: unknown engine {spec!r} (try espeak, espeak:VOICE or tone)")
+
+
+def build_espeak(voice: str, sample_rate: int, words_per_minute: int | None = None) -> TextToSpeech:
+    """espeak-ng speaking ``voice`` at ``sample_rate``, on this process's one espeak library."""
+    chosen = Voice(voice, words_per_minute or Voice().words_per_minute)
+    try:
+        return EspeakTextToSpeech(espeak_library(), sample_rate, chosen)
+    except SpeechError as error:
+        raise ConfigError(f"speech.tts: {error}") from None
 
 
 def build_runner(settings: Settings) -> SessionRunner:

@@ -133,7 +133,8 @@ class PlayoutSettings:
 
 @dataclass(frozen=True, slots=True)
 class SpeechSettings:
-    """``speech``: which STT and TTS engines to use (specs like ``scripted:FILE``, ``tone``)."""
+    """``speech``: which STT and TTS engines to use (``whisper``, ``espeak``, ``scripted:FILE``,
+    ``tone``; cli/wiring.py builds them)."""
 
     stt: str = "scripted:config/agent/caller_lines.txt"
     tts: str = "tone"

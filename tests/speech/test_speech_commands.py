@@ -1,0 +1,80 @@
+"""`voicegate say` and `voicegate transcribe`, and the engine specs of config/voicegate.yml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.speech.speech_kit import HUMAN
+from tests.speech.wordscore import normalise
+from voicegate.audio.wav import read_wav, write_wav
+from voicegate.cli import wiring
+from voicegate.cli.main import main
+from voicegate.errors import ConfigError
+from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
+from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
+
+
+def test_say_writes_the_speech_at_the_asked_rate(tmp_path: Path) -> None:
+    out = tmp_path / "reply.wav"
+    assert main(["say", "Thank you for calling. Goodbye!", "-o", str(out), "--rate", "8000"]) == 0
+    audio = read_wav(out)
+    assert audio.sample_rate == 8000
+    assert 1000 < audio.duration_ms < 4000
+
+
+def test_transcribe_prints_the_words_of_a_recording_through_the_phone_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = read_wav(HUMAN / "pocketsphinx" / "goforward_16k.wav")
+    resampled = tmp_path / "goforward_48k.wav"  # any rate: 48 kHz in, 8 kHz μ-law on the way
+    write_wav(resampled, recording.samples.repeat(3), 48000)
+    assert main(["transcribe", str(resampled), "--telephone"]) == 0
+    assert normalise(capsys.readouterr().out) == ["go", "forward", "ten", "meters"]
+
+
+def test_transcribe_reads_an_odd_rate_and_refuses_a_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = read_wav(HUMAN / "asterisk" / "please-try-again.wav")
+    odd = tmp_path / "please_11k.wav"
+    write_wav(odd, recording.samples, 11025)  # played slower: still words, at a rate soxr takes
+    assert main(["transcribe", str(odd)]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(["transcribe", str(tmp_path / "missing.wav")]) == 1
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_say_refuses_an_unknown_voice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["say", "hello", "-o", str(tmp_path / "x.wav"), "--voice", "xx-nowhere"]) == 1
+    assert "no voice named 'xx-nowhere'" in capsys.readouterr().err
+
+
+def test_the_embedded_engine_specs_build_the_embedded_engines() -> None:
+    assert isinstance(wiring.build_tts("espeak", 16000), EspeakTextToSpeech)
+    assert wiring.build_tts("espeak:en-us", 8000).sample_rate == 8000
+    stt = wiring.build_stt("whisper:tiny.en")
+    assert isinstance(stt, WhisperSpeechToText)
+    stt.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("whisper:/nowhere/model", "not a CTranslate2 Whisper model"),
+        ("vosk", "unknown engine 'vosk'"),
+    ],
+)
+def test_a_bad_stt_spec_is_a_config_error(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        wiring.build_stt(spec)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("espeak:xx-nowhere", "no voice named"), ("festival", "unknown engine 'festival'")],
+)
+def test_a_bad_tts_spec_is_a_config_error(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        wiring.build_tts(spec, 16000)

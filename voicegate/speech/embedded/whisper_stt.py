@@ -1,0 +1,214 @@
+"""The embedded recogniser behind the STT port: Whisper decodes the utterances the VAD cuts.
+
+Per call, a :class:`WhisperStream` buffers the utterance between ``speech_started`` and
+``speech_ended`` (with pre-roll, :mod:`.utterance`). While the caller speaks it asks for an
+interim transcript every ``interim_interval_ms`` of speech, made by re-decoding the utterance
+so far (barge-in rules that count words read them); after ``speech_ended`` it decodes the
+whole utterance once more for the final transcript. All decoding runs on the process's
+shared :class:`DecodePool`; ``push`` and the VAD hints only update the buffer and never
+block the event loop. The consumer's iteration of :meth:`WhisperStream.results` drives the
+decodes, so the stream starts no task of its own (the session owns every task, design §8).
+
+Within one stream decodes run one at a time, in order, so an interim never follows its
+utterance's final. An interim still waiting when the utterance ends is dropped (stale), and
+an interim decodes the freshest audio when its turn comes, not the audio of when it was due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from voicegate.audio.pcm import Samples
+from voicegate.audio.resample import SUPPORTED_RATES
+from voicegate.errors import AudioFormatError, SpeechError
+from voicegate.speech.embedded.decode_pool import DecodePool
+from voicegate.speech.embedded.utterance import Segment, UtteranceBuffer
+from voicegate.speech.ports import TranscriptResult
+from voicegate.types import MediaMs
+
+log = logging.getLogger(__name__)
+
+
+class Transcriber(Protocol):
+    """A blocking whole-utterance recogniser, such as ``WhisperRecognizer``.
+
+    ``transcribe`` must be safe to call from ``workers`` threads at once.
+    """
+
+    @property
+    def workers(self) -> int:
+        """How many decodes it runs in parallel."""
+        ...
+
+    def transcribe(self, samples: Samples, sample_rate: int) -> str:
+        """The text of one utterance; raises ``SpeechError`` on failure."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    """How each call's stream cuts and re-decodes utterances."""
+
+    interim_interval_ms: int = 500  # 0: finals only
+    preroll_ms: int = 300
+    lookback_ms: int = 500  # how far before its detection the VAD may date an onset
+    max_utterance_ms: int = 30000  # Whisper's window
+
+    def __post_init__(self) -> None:
+        if self.interim_interval_ms < 0 or self.max_utterance_ms < 1000:
+            raise SpeechError(
+                "whisper: interim_interval_ms must not be negative and max_utterance_ms must be "
+                f"at least 1000, got {self.interim_interval_ms} and {self.max_utterance_ms}"
+            )
+
+
+class WhisperSpeechToText:
+    """The STT port on one loaded Whisper model and one decode pool shared by every call."""
+
+    def __init__(self, recognizer: Transcriber, options: StreamOptions | None = None) -> None:
+        self._recognizer = recognizer
+        self._options = options or StreamOptions()
+        self._pool = DecodePool(recognizer.workers, name="whisper")
+
+    def open(self, sample_rate: int) -> WhisperStream:
+        """One stream per call, fed frames at ``sample_rate``."""
+        if sample_rate not in SUPPORTED_RATES:
+            raise AudioFormatError(
+                f"whisper: cannot recognise audio at {sample_rate} Hz "
+                f"(supported: {sorted(SUPPORTED_RATES)})"
+            )
+        return WhisperStream(self._recognizer, self._pool, sample_rate, self._options)
+
+    def close(self) -> None:
+        """Stop the decode threads (after the decodes in flight)."""
+        self._pool.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    segment: Segment
+    final: bool
+
+
+class WhisperStream:
+    """One call's recogniser: buffers utterances, yields interim and final transcripts."""
+
+    def __init__(
+        self,
+        recognizer: Transcriber,
+        pool: DecodePool,
+        sample_rate: int,
+        options: StreamOptions,
+    ) -> None:
+        self._recognizer = recognizer
+        self._pool = pool
+        self._rate = sample_rate
+        self._interval_ms = options.interim_interval_ms
+        self._buffer = UtteranceBuffer(
+            sample_rate,
+            preroll_ms=options.preroll_ms,
+            lookback_ms=options.lookback_ms,
+            max_ms=options.max_utterance_ms,
+        )
+        self._finals: deque[Segment] = deque()
+        self._interim_due = False
+        self._next_interim_ms = 0
+        self._closed = False
+        self._wake = asyncio.Event()
+
+    def push(self, frame: Samples, at_ms: MediaMs) -> None:
+        """Buffer one frame; ask for an interim every ``interim_interval_ms`` of speech."""
+        if self._closed:
+            return
+        cut = self._buffer.push(frame, at_ms)
+        if cut is not None:
+            self._queue_final(cut)
+            self._next_interim_ms = self._interval_ms
+        elif self._interim_falls_due():
+            self._interim_due = True
+            self._wake.set()
+
+    def speech_started(self, onset_ms: MediaMs) -> None:
+        """Open an utterance at the VAD's onset (with pre-roll)."""
+        if self._closed or self._buffer.speaking:
+            return
+        self._buffer.start(onset_ms)
+        self._next_interim_ms = max(self._interval_ms, self._buffer.duration_ms)
+
+    def speech_ended(self, at_ms: MediaMs) -> None:
+        """Close the utterance: its final transcript follows."""
+        if self._closed:
+            return
+        segment = self._buffer.end(at_ms)
+        if segment is not None:
+            self._queue_final(segment)
+
+    async def results(self) -> AsyncIterator[TranscriptResult]:
+        """Interim and final transcripts in order, until :meth:`aclose`."""
+        while not self._closed:
+            if not self._has_work():
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            result = await self._decode_next()
+            if result is not None and not self._closed:
+                yield result
+
+    async def aclose(self) -> None:
+        """Stop: ``results`` ends after the decode in flight, pending work is dropped."""
+        self._closed = True
+        self._finals.clear()
+        self._wake.set()
+
+    def _interim_falls_due(self) -> bool:
+        """Whether another ``interim_interval_ms`` of speech has been buffered."""
+        if not (self._interval_ms and self._buffer.speaking):
+            return False
+        if self._buffer.duration_ms < self._next_interim_ms:
+            return False
+        self._next_interim_ms += self._interval_ms
+        return True
+
+    def _queue_final(self, segment: Segment) -> None:
+        self._finals.append(segment)
+        self._interim_due = False  # an interim still waiting is stale now
+        self._wake.set()
+
+    def _has_work(self) -> bool:
+        return bool(self._finals) or (self._interim_due and self._buffer.speaking)
+
+    def _take_job(self) -> _Job | None:
+        """What to decode now that a slot is free: a final first, else the freshest interim."""
+        if self._finals:
+            return _Job(self._finals.popleft(), final=True)
+        if self._interim_due:
+            self._interim_due = False
+            snapshot = self._buffer.snapshot()
+            return None if snapshot is None else _Job(snapshot, final=False)
+        return None
+
+    async def _decode_next(self) -> TranscriptResult | None:
+        async with self._pool.slot(urgent=lambda: bool(self._finals)) as lease:
+            job = self._take_job()
+            if job is None:
+                return None
+            samples, rate = job.segment.samples, self._rate
+            try:
+                text = await lease.run(lambda: self._recognizer.transcribe(samples, rate))
+            except SpeechError as error:
+                # A failed decode loses this utterance's words, not the call: the final still
+                # arrives (empty) so the turn logic is not left waiting for it.
+                log.error("whisper: decoding failed: %s", error)
+                if not job.final:
+                    return None
+                text = ""
+        if not job.final and (not text or self._finals):
+            # No words tell the barge-in rules nothing; and once the utterance has ended
+            # while this interim was decoding, its final is next and the interim is stale.
+            return None
+        return TranscriptResult(text, job.final, job.segment.end_ms)
