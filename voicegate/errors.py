@@ -14,6 +14,7 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
     ├── SpeechError                  an STT/TTS engine or remote speech service failed
     └── EngineError                  the dialogue engine refused something
         ├── ProjectError             an agent project failed to load or validate
+        ├── ConditionError           a condition expression is malformed or cannot be evaluated
         ├── ToolDefinitionError      a @tool is declared against the contract
         ├── ToolExecutionError       a tool call failed (incl. ToolTimeoutError)
         │   └── ToolTimeoutError     a tool exceeded its wall-clock timeout
@@ -71,6 +72,18 @@ class ProjectError(EngineError):
         self.code = code
         self.path = path
         self.line = line
+
+
+class ConditionError(EngineError):
+    """A condition expression (contract §3) is malformed or cannot be evaluated.
+
+    ``name`` is set when the expression uses a name that is not a three-segment memory
+    reference, the documented ``Unknown name '<key>' in condition expression`` case.
+    """
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 class ToolDefinitionError(EngineError):

@@ -14,6 +14,7 @@ from voicegate.cli import (
     serve_command,
     transcribe_command,
     vad_command,
+    validate_command,
 )
 from voicegate.errors import VoicegateError
 
@@ -26,6 +27,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     serve_command,
     transcribe_command,
     say_command,
+    validate_command,
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,17 +1,23 @@
 """Reading YAML files of a project or a script, with line numbers kept for error messages.
 
 Every mapping read through :func:`load_yaml` is a :class:`LineDict`, which remembers the line
-it starts on, so a loader can say ``skills/x/memory.yml:12: ...`` (contract §9: error messages
-name the file and key).
+it starts on and the line of each key; every sequence is a :class:`LineList`, which remembers
+the line of each item. So a loader can say ``skills/x/memory.yml:12: ...`` (contract §9:
+error messages name the file and key).
+
+Booleans follow YAML 1.2, as Mantle's loader reads them: only ``true``/``false`` (in any of
+the usual capitalisations) are booleans, so ``on: activate`` (an ``utter`` trigger), ``then:
+no`` or a value ``yes`` stay strings instead of turning into YAML 1.1 booleans.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, SequenceNode
 
 from voicegate.errors import ProjectError
 
@@ -20,21 +26,77 @@ class LineDict(dict[Any, Any]):
     """A YAML mapping that knows the 1-based line it starts on (0 when built in code)."""
 
     line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of_key(self, key: Any) -> int | None:
+        """The line ``key`` is written on, else the mapping's own line (None if unknown)."""
+        found = getattr(self, "key_lines", {}).get(key) or self.line
+        return found if found > 0 else None
 
 
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings are :class:`LineDict` instances."""
+class LineList(list[Any]):
+    """A YAML sequence that knows the 1-based line of itself and of each item.
+
+    The sequence's own line is ``start_line``, not ``line``: :func:`line_of` reports mappings
+    only, as it always has.
+    """
+
+    start_line: int = 0
+    item_lines: list[int]
+
+    def line_of_item(self, index: int) -> int | None:
+        """The line item ``index`` starts on, else the sequence's own line (None if unknown)."""
+        lines = getattr(self, "item_lines", [])
+        found = lines[index] if 0 <= index < len(lines) else self.start_line
+        return found if found > 0 else None
+
+
+# libyaml's C parser when PyYAML was built with it (several times faster on a large project);
+# the constructors and resolvers below are the Python ones either way.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_SafeLoader):  # type: ignore[valid-type, misc]
+    """SafeLoader whose mappings are :class:`LineDict` and sequences :class:`LineList`."""
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+# Own copy of the resolver table without YAML 1.1's yes/no/on/off booleans (YAML 1.2 core).
+_LineLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_LineLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def _construct_line_dict(loader: _LineLoader, node: MappingNode) -> LineDict:
     mapping = LineDict(loader.construct_mapping(node, deep=True))
     mapping.line = node.start_mark.line + 1
+    # construct_mapping has flattened merge keys into node.value; keys are cached objects.
+    mapping.key_lines = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, str | int | float | bool) or key is None:
+            mapping.key_lines.setdefault(key, key_node.start_mark.line + 1)
     return mapping
+
+
+def _construct_line_list(loader: _LineLoader, node: SequenceNode) -> LineList:
+    sequence = LineList(loader.construct_sequence(node, deep=True))
+    sequence.start_line = node.start_mark.line + 1
+    sequence.item_lines = [item.start_mark.line + 1 for item in node.value]
+    return sequence
 
 
 _LineLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _construct_line_dict,
+)
+_LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
+    _construct_line_list,
 )
 
 

@@ -1,10 +1,14 @@
 """Importing a project's tool modules (tools reference, "Where tools are discovered").
 
 A skill's tools live in ``skills/<id>/tools.py`` and ``skills/<id>/tools/*.py``; a name in
-``tools/*.py`` shadows the same name in ``tools.py`` (logged as a duplicate). While the modules
-import, the project root is on ``sys.path`` (so ``from lib.x import y`` works at module top
-level) and the documented ``rasa.mantle.tools.*`` paths resolve; afterwards neither is left
-behind, and modules imported from the project are dropped from ``sys.modules``.
+``tools/*.py`` shadows the same name in ``tools.py`` (logged as a duplicate). Shared tools
+live in the root ``tools/*.py``. While the modules import, the project root is on
+``sys.path`` (so ``from lib.x import y`` works at module top level) and the documented
+``rasa.mantle.tools.*`` paths resolve; afterwards neither is left behind, and modules imported
+from the project are dropped from ``sys.modules``.
+
+Every module is imported even when an earlier one failed, so that ``voicegate validate`` can
+report all of them; each failure names the module and, when the traceback shows it, the line.
 """
 
 from __future__ import annotations
@@ -13,17 +17,44 @@ import hashlib
 import importlib.util
 import logging
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from voicegate.engine.project import codes
+from voicegate.engine.project.problems import Problem, Problems
 from voicegate.engine.tools.decorator import Tool
 from voicegate.engine.tools.rasa_compat import rasa_aliases
 from voicegate.engine.tools.reserved import FRAMEWORK_TOOL_NAMES
-from voicegate.errors import ProjectError, ToolDefinitionError
+from voicegate.errors import ToolDefinitionError
 
 log = logging.getLogger(__name__)
+
+_PREFIX = "voicegate_project_"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolModule:
+    """One imported tool module: its file and the ``@tool`` functions it defines, by name."""
+
+    path: Path
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTools:
+    """The tools of one location (a skill, or the shared root folder) and their modules.
+
+    ``complete`` is False when a module failed to import: checks that need the full list of
+    tools are then skipped for that location, so one broken module does not cascade.
+    """
+
+    tools: Mapping[str, Tool]
+    modules: tuple[ToolModule, ...]
+    complete: bool
 
 
 @contextmanager
@@ -43,70 +74,157 @@ def tool_loading(root: Path) -> Iterator[None]:
                 del sys.modules[name]
 
 
-_PREFIX = "voicegate_project_"
-
-
 def _lives_under(module: ModuleType, root: Path) -> bool:
     location = getattr(module, "__file__", None)
     return isinstance(location, str) and Path(location).resolve().is_relative_to(root)
 
 
-def load_skill_tools(root: Path, skill_id: str) -> dict[str, Tool]:
+def _package(root: Path, name: str) -> str:
+    return f"{_PREFIX}{hashlib.sha1(str(root).encode()).hexdigest()[:10]}.{name}"
+
+
+def load_skill_tools(root: Path, skill_id: str, problems: Problems) -> LoadedTools:
     """The local tools of one skill; call inside :func:`tool_loading`."""
     skill_dir = root / "skills" / skill_id
-    package = f"{_PREFIX}{hashlib.sha1(str(root).encode()).hexdigest()[:10]}.{skill_id}"
-    tools: dict[str, Tool] = {}
+    package = _package(root, skill_id)
     single = skill_dir / "tools.py"
+    modules: list[ToolModule] = []
+    complete = True
     if single.is_file():
-        tools.update(load_tool_module(single, f"{package}.tools"))
-    folder_tools: dict[str, Path] = {}
-    for path in sorted((skill_dir / "tools").glob("*.py")):
-        for name, found in load_tool_module(path, f"{package}.tools.{path.stem}").items():
-            if name in folder_tools:
-                raise ToolDefinitionError(
-                    f"{path}: tool {name!r} is also defined in {folder_tools[name]}"
+        module = load_tool_module(single, f"{package}.tools", problems)
+        complete = module is not None
+        modules += [module] if module else []
+    folder = _load_folder(skill_dir / "tools", f"{package}.tools", problems)
+    modules += folder.modules
+    tools = dict(modules[0].tools) if modules and modules[0].path == single else {}
+    for name, found in folder.tools.items():
+        if name in tools:
+            log.warning(
+                "%s: tool %r shadows the one in %s (duplicate)", found.defined_in, name, single
+            )
+        tools[name] = found
+    return LoadedTools(tools, tuple(modules), complete and folder.complete)
+
+
+def load_shared_tools(root: Path, problems: Problems) -> LoadedTools:
+    """The shared tools of the root ``tools/`` folder; call inside :func:`tool_loading`."""
+    return _load_folder(root / "tools", _package(root, "__shared__"), problems)
+
+
+def _load_folder(folder: Path, package: str, problems: Problems) -> LoadedTools:
+    modules: list[ToolModule] = []
+    tools: dict[str, Tool] = {}
+    owners: dict[str, Path] = {}
+    complete = True
+    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        module = load_tool_module(path, f"{package}.{path.stem}", problems)
+        if module is None:
+            complete = False
+            continue
+        modules.append(module)
+        for name, found in module.tools.items():
+            if name in owners:
+                problems.add_problem(
+                    Problem(
+                        codes.TOOL_DUPLICATE_NAME,
+                        f"tool {name!r} is also defined in {owners[name].name}",
+                        str(path),
+                        _first_line(found),
+                        tool_definition=True,
+                    )
                 )
-            if name in tools:
-                log.warning("%s: tool %r shadows the one in %s (duplicate)", path, name, single)
-            folder_tools[name] = path
+                continue
+            owners[name] = path
             tools[name] = found
-    return tools
+    return LoadedTools(tools, tuple(modules), complete)
 
 
-def load_tool_module(path: Path, module_name: str) -> dict[str, Tool]:
-    """Import one tool module and return the ``@tool`` functions it defines, by name."""
-    module = _import(path, module_name)
+def load_tool_module(path: Path, module_name: str, problems: Problems) -> ToolModule | None:
+    """Import one tool module; its ``@tool`` functions by name, or None when it failed."""
+    module = _import(path, module_name, problems)
+    if module is None:
+        return None
     tools = {}
     for value in vars(module).values():
-        if isinstance(value, Tool) and value.defined_in == module_name:
-            _check_tool(value, path)
+        if (
+            isinstance(value, Tool)
+            and value.defined_in == module_name
+            and _tool_valid(value, path, problems)
+        ):
             tools[value.name] = value
-    return tools
+    return ToolModule(path, tools)
 
 
-def _import(path: Path, module_name: str) -> ModuleType:
+def _import(path: Path, module_name: str, problems: Problems) -> ModuleType | None:
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise ProjectError("cannot import this tool module", path=str(path))
+        problems.add(codes.TOOL_IMPORT_FAILED, "cannot import this tool module", path)
+        return None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except ToolDefinitionError as error:
-        raise ToolDefinitionError(f"{path}: {error}") from error
+        problems.add_problem(
+            Problem(
+                codes.TOOL_INVALID_DEFINITION,
+                str(error),
+                str(path),
+                _error_line(error, path),
+                tool_definition=True,
+            )
+        )
+        return None
     except Exception as error:
-        raise ProjectError(
-            f"cannot import this tool module: {type(error).__name__}: {error}", path=str(path)
-        ) from error
+        problems.add(
+            codes.TOOL_IMPORT_FAILED,
+            f"cannot import this tool module: {type(error).__name__}: {error}",
+            path,
+            _error_line(error, path),
+        )
+        return None
     return module
 
 
-def _check_tool(found: Tool, path: Path) -> None:
+def _tool_valid(found: Tool, path: Path, problems: Problems) -> bool:
     if found.name in FRAMEWORK_TOOL_NAMES:
-        raise ToolDefinitionError(
-            f"{path}: tool {found.name!r} reuses the name of a built-in framework tool; rename it"
+        problems.add_problem(
+            Problem(
+                codes.TOOL_RESERVED_NAME,
+                f"tool {found.name!r} reuses the name of a built-in framework tool; rename it",
+                str(path),
+                _first_line(found),
+                tool_definition=True,
+            )
         )
+        return False
     try:
         found.spec  # derive the schema now so a bad annotation fails the load  # noqa: B018
     except ToolDefinitionError as error:
-        raise ToolDefinitionError(f"{path}: {error}") from error
+        problems.add_problem(
+            Problem(
+                codes.TOOL_INVALID_DEFINITION,
+                str(error),
+                str(path),
+                _first_line(found),
+                tool_definition=True,
+            )
+        )
+        return False
+    return True
+
+
+def _first_line(found: Tool) -> int | None:
+    code = getattr(found.function, "__code__", None)
+    return code.co_firstlineno if code is not None else None
+
+
+def _error_line(error: BaseException, path: Path) -> int | None:
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == str(path)
+    ]
+    if isinstance(error, SyntaxError) and error.filename == str(path):
+        return error.lineno
+    return lines[-1] if lines else None
