@@ -5,7 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers pytest bench clean
+.PHONY: run test lint typecheck layers pytest chromium bench clean
+
+# The browser tests (tests/browser/) drive Debian's chromium, headless. It is installed when
+# missing (as root, or with password-less sudo); when it cannot be, those tests skip and say why.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -n)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,8 +33,14 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP)
-	$(BIN)/pytest
+pytest: $(STAMP) chromium
+	$(BIN)/pytest -rs
+
+chromium:
+	@test -x $(CHROMIUM) || { echo "installing chromium for tests/browser (apt-get)"; \
+	  $(SUDO) sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq chromium >/dev/null'; } || \
+	  echo "chromium could not be installed; tests/browser will be skipped"
 
 bench: $(STAMP)
 	$(BIN)/python bench/audio_path.py

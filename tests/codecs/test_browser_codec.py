@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from tests.codecs.codec_transcripts import (
     replay,
     transcript_paths,
 )
-from voicegate.codecs import AcceptCall, BrowserCodec, FrameLimits
+from voicegate.codecs import AcceptCall, BrowserCodec, FrameLimits, PublishEvent
 from voicegate.errors import ConfigError
 from voicegate.types import AudioEncoding, AudioFormat
 
@@ -80,3 +82,19 @@ def test_browser_only_ever_yields_outputs_or_protocol_errors(
         codec.receive(valid_start("browser"))
         codec.send(AcceptCall())
     assert_only_events_or_protocol_errors(codec, batch)
+
+
+def test_browser_event_records_with_values_json_lacks_are_written_as_text() -> None:
+    # A tool's result may hold dates or decimals; the page still gets one JSON text frame.
+    codec = BrowserCodec("web-call-1")
+    codec.receive(valid_start("browser"))
+    codec.send(AcceptCall())
+    record = {"t_ms": 20, "event": "tool_finished", "result": {"due": date(2025, 1, 31)}}
+    (message,) = codec.send(PublishEvent(record))
+    assert isinstance(message, str)
+    assert json.loads(message) == {
+        "type": "event",
+        "t_ms": 20,
+        "event": "tool_finished",
+        "result": {"due": "2025-01-31"},
+    }

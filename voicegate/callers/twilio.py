@@ -20,6 +20,7 @@ from typing import Any
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples
+from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.script import CallerScript
 from voicegate.errors import RemoteProtocolError
 
@@ -41,6 +42,7 @@ class TwilioCaller:
         call_sid: str = "CA00000000000000000000000000000042",
         stream_sid: str = "MZ00000000000000000000000000000042",
         parameters: dict[str, str] | None = None,
+        quiet_ms: int | None = None,
     ) -> None:
         if script.sample_rate != SAMPLE_RATE:
             raise ValueError("a Twilio caller's script must be at 8000 Hz")
@@ -48,6 +50,7 @@ class TwilioCaller:
         self._call_sid = call_sid
         self._stream_sid = stream_sid
         self._parameters = parameters or {}
+        self._quiet_ms = quiet_ms  # see callers/hangup.py; None: hang up once the script ends
         self._buffer = bytearray()  # bot audio waiting to be played
         self._marks: deque[tuple[int, str]] = deque()  # (byte position, name)
         self._queued = 0  # bytes of bot audio received, ever
@@ -59,6 +62,13 @@ class TwilioCaller:
         self.bot_track = bytearray()  # what the caller heard of the bot, aligned with it
         self.clears: list[int] = []  # media times at which a clear arrived
         self.bot_started_ms: list[int] = []  # media times at which bot audio began playing
+        self.bot_drained_ms: list[int] = []  # media times at which bot audio ran out (not clear)
+        self.observed: list[dict[str, Any]] = []  # the caller-side timeline (docs/timeline.md)
+
+    @property
+    def call_id(self) -> str:
+        """The callSid this caller sends: the gateway's id for the call."""
+        return self._call_sid
 
     def opening(self) -> list[str]:
         """The ``connected`` and ``start`` messages."""
@@ -77,7 +87,7 @@ class TwilioCaller:
         """The ``stop`` message."""
         return self._message("stop", stop={"accountSid": "AC0", "callSid": self._call_sid})
 
-    def tick(self) -> list[str]:
+    def tick(self) -> list[str | bytes]:
         """Advance 20 ms: play bot audio, echo marks now played, send caller audio."""
         echoes = self._play_frame()
         samples = self._script.frame(self.now_ms, FRAME_MS, self.bot_started_ms)
@@ -102,6 +112,7 @@ class TwilioCaller:
                 self._queued += len(payload)
             case "mark":
                 self._marks.append((self._queued, str(data["mark"]["name"])))
+                self._observe("mark_received", name=self._marks[-1][1])
             case "clear":
                 return self._clear()
             case other:
@@ -109,9 +120,21 @@ class TwilioCaller:
         return []
 
     def finished(self, deadline_ms: int) -> bool:
-        """The script has played out (or the deadline passed) and no bot audio is pending."""
+        """The script has played out and no bot audio is pending (or the deadline passed).
+
+        With ``quiet_ms``, the bot must also have answered and gone quiet (callers/hangup.py).
+        """
         done = self._script.finished(self.now_ms, self.bot_started_ms, deadline_ms)
-        return done and (not self._buffer or self.now_ms >= deadline_ms)
+        return done and (self._settled() or self.now_ms >= deadline_ms)
+
+    def _settled(self) -> bool:
+        if self._buffer:
+            return False
+        if self._quiet_ms is None:
+            return True
+        return quiet_after_cues(
+            self._script, self.now_ms, self.bot_started_ms, self.bot_drained_ms, self._quiet_ms
+        )
 
     @property
     def buffered_ms(self) -> int:
@@ -127,6 +150,10 @@ class TwilioCaller:
         del self._buffer[:FRAME_BYTES]
         if chunk and not self._playing:
             self.bot_started_ms.append(self.now_ms)
+            self._observe("bot_audio_started")
+        if self._playing and not chunk:
+            self.bot_drained_ms.append(self.now_ms)
+            self._observe("bot_audio_drained")
         self._playing = bool(chunk)
         self._played += len(chunk)
         self.bot_track += chunk + _SILENT_FRAME[len(chunk) :]
@@ -134,6 +161,7 @@ class TwilioCaller:
 
     def _clear(self) -> list[str]:
         self.clears.append(self.now_ms)
+        self._observe("clear_received", dropped_ms=self.buffered_ms)
         self._played = self._queued  # discarded audio counts as done for its marks
         self._buffer.clear()
         self._playing = False
@@ -144,7 +172,11 @@ class TwilioCaller:
         while self._marks and self._marks[0][0] <= up_to:
             _, name = self._marks.popleft()
             echoes.append(self._message("mark", mark={"name": name}))
+            self._observe("mark_echoed", name=name)
         return echoes
+
+    def _observe(self, event: str, **fields: Any) -> None:
+        self.observed.append({"t_ms": self.now_ms, "event": event, **fields})
 
     def _message(self, event: str, **body: object) -> str:
         self._sequence += 1

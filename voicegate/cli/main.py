@@ -10,6 +10,7 @@ from types import ModuleType
 import voicegate
 from voicegate.cli import (
     chat_command,
+    replay_command,
     say_command,
     serve_command,
     transcribe_command,
@@ -27,6 +28,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     serve_command,
     transcribe_command,
     say_command,
+    replay_command,
     validate_command,
 )
 

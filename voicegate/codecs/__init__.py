@@ -14,6 +14,7 @@ from voicegate.codecs.commands import (
     Hangup,
     PausePlayback,
     PlayAudio,
+    PublishEvent,
     ResumePlayback,
     SetMark,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "MarkReached",
     "PausePlayback",
     "PlayAudio",
+    "PublishEvent",
     "ResumePlayback",
     "SetMark",
     "TwilioCodec",

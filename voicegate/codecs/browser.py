@@ -9,7 +9,8 @@ JSON text frames with a ``type`` key. Marks and clear follow Twilio's semantics 
 from __future__ import annotations
 
 import json
-from typing import assert_never
+from collections.abc import Mapping
+from typing import Any, assert_never
 
 from voicegate.codecs.base import CallPhase, Capabilities, FrameLimits
 from voicegate.codecs.commands import (
@@ -19,6 +20,7 @@ from voicegate.codecs.commands import (
     Hangup,
     PausePlayback,
     PlayAudio,
+    PublishEvent,
     ResumePlayback,
     SetMark,
 )
@@ -188,6 +190,9 @@ class BrowserCodec:
             case ClearAudio():
                 self._require_accepted(command)
                 return [_control({"type": "clear"})]
+            case PublishEvent(record=record):
+                self._require_accepted(command)
+                return [_event(record)]
             case _:
                 assert_never(command)
 
@@ -232,6 +237,14 @@ def _capabilities(output: AudioFormat, max_message_bytes: int) -> Capabilities:
 
 def _control(message: dict[str, object]) -> str:
     return json.dumps(message, separators=(",", ":"))
+
+
+def _event(record: Mapping[str, Any]) -> str:
+    """``{"type":"event", ...record}`` (browser.md §5): the record's keys follow ``type``."""
+    if "type" in record:
+        raise LocalProtocolError("browser: a PublishEvent record may not have a 'type' key")
+    # default=str: a tool's result may hold values JSON has no type for (dates, decimals).
+    return json.dumps({"type": "event", **record}, separators=(",", ":"), default=str)
 
 
 def _rates() -> str:

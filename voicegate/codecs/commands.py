@@ -8,7 +8,9 @@ Asterisk ``FLUSH_MEDIA``...), the playback acknowledgement request for :class:`S
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,5 +54,25 @@ class Hangup:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class PublishEvent:
+    """Tell the peer what happened in the call (one timeline record); purely informational.
+
+    Dialects with a channel for it send it (browser ``{"type": "event", ...}``, browser.md §5);
+    the others return no messages. ``record`` is JSON-ready and has no ``type`` key.
+    """
+
+    record: Mapping[str, Any]
+
+
 #: Everything ``Codec.send`` accepts.
-Command = AcceptCall | PlayAudio | SetMark | ClearAudio | PausePlayback | ResumePlayback | Hangup
+Command = (
+    AcceptCall
+    | PlayAudio
+    | SetMark
+    | ClearAudio
+    | PausePlayback
+    | ResumePlayback
+    | Hangup
+    | PublishEvent
+)

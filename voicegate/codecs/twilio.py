@@ -21,6 +21,7 @@ from voicegate.codecs.commands import (
     Hangup,
     PausePlayback,
     PlayAudio,
+    PublishEvent,
     ResumePlayback,
     SetMark,
 )
@@ -178,6 +179,8 @@ class TwilioCodec:
         match command:
             case Hangup():
                 return []  # the session closes the socket; see TWILIO_CAPABILITIES
+            case PublishEvent():
+                return []  # Media Streams has no message for it (informational only)
             case PausePlayback() | ResumePlayback():
                 raise LocalProtocolError("twilio: Media Streams has no pause (capabilities.pause)")
             case AcceptCall():

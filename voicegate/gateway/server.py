@@ -4,6 +4,8 @@
 ``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
+``GET /``                   the browser client page (``gateway/static/``; no build step)
+``GET /static/{name}``      the page's scripts, audio worklets and style sheet
 ``GET /healthz``            the process is alive
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
 ==========================  ============================================================
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from aiohttp import web
 
@@ -39,6 +42,15 @@ log = logging.getLogger(__name__)
 TWILIO_STREAM_PATH = "/twilio"
 TWILIO_WEBHOOK_PATH = "/twilio/voice"
 BROWSER_PATH = "/browser"
+#: The browser client's files, shipped in the package (pyproject package-data).
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
+PAGE_POLICY = "default-src 'self'; connect-src 'self'; img-src 'self' data:"
+PAGE_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 #: How long closing a socket waits for the peer's close frame before dropping the connection.
 CLOSE_TIMEOUT_S = 5.0
 #: aiohttp's own frame limit, above every codec's message limit (the codecs say what is wrong).
@@ -67,7 +79,30 @@ def build_app(
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
+        app.router.add_get("/", browser_page)
+        app.router.add_get("/static/{name}", page_file)
     return app
+
+
+async def browser_page(request: web.Request) -> web.FileResponse:
+    """The browser client: talk to the gateway from a web page."""
+    return _page_file("index.html", {"Content-Security-Policy": PAGE_POLICY})
+
+
+async def page_file(request: web.Request) -> web.FileResponse:
+    """One of the page's scripts or its style sheet, by file name."""
+    return _page_file(request.match_info["name"], {})
+
+
+def _page_file(name: str, headers: dict[str, str]) -> web.FileResponse:
+    # Types set here, not guessed from the host's mime.types: module scripts and worklets
+    # load only when served as JavaScript.
+    kind = PAGE_TYPES.get(Path(name).suffix)
+    inside = Path(name).name == name and not name.startswith(".")  # no way out of STATIC_DIR
+    if kind is None or not inside or not (STATIC_DIR / name).is_file():
+        raise web.HTTPNotFound(text=f"no page file {name!r}\n")
+    headers = {**headers, "Content-Type": kind, "Cache-Control": "no-cache"}
+    return web.FileResponse(STATIC_DIR / name, headers=headers)
 
 
 class _Routes:

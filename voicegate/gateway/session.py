@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from voicegate.codecs import (
     DtmfReceived,
     Hangup,
     MarkReached,
+    PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
 from voicegate.engine.seam import (
@@ -43,7 +45,7 @@ from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia, MediaFactory, VoiceEvent
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
-from voicegate.gateway.timeline import Timeline
+from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
     CLOSE_PROTOCOL_ERROR,
@@ -83,13 +85,14 @@ class CallSession:
         codec: Codec,
         services: CallServices,
         settings: SessionSettings,
-        timeline: Timeline | None = None,
     ) -> None:
         self._transport = transport
         self._codec = codec
         self._services = services
         self._settings = settings
-        self.timeline = timeline or Timeline()
+        # Records not yet published to the peer; _release() sends them (browser.md §5).
+        self._unpublished: deque[Record] = deque()
+        self.timeline = Timeline(listeners=(self._unpublished.append,))
         self._state = bargein.BargeInState()
         self._now_ms: MediaMs = 0
         self._call_id = ""
@@ -325,6 +328,16 @@ class CallSession:
         commands, news = self._playout.release(self._now_ms)
         await self._send_all(commands)
         await self._on_playout_news(news)
+        await self._publish_timeline()
+
+    async def _publish_timeline(self) -> None:
+        """Tell the peer what happened since the last release (the browser page draws it).
+
+        Runs in the send path, so no task is needed: every inbound frame releases, so records
+        reach the peer within a frame. Only called once the call is accepted (AcceptCall sent).
+        """
+        while self._unpublished:
+            await self._send(PublishEvent(self._unpublished.popleft()))
 
     async def _on_playout_news(self, news: PlayoutNews) -> None:
         if news.started:
@@ -384,12 +397,12 @@ class SessionRunner:
 
     async def __call__(self, transport: Transport, codec: Codec) -> None:
         """Run one call to its end."""
-        timeline = Timeline()
-        session = CallSession(transport, codec, self._services, self._settings, timeline)
+        session = CallSession(transport, codec, self._services, self._settings)
         try:
             await session.run()
         finally:
-            self._remember(session.call_id or f"call-{len(self._timelines) + 1}", timeline)
+            call_id = session.call_id or f"call-{len(self._timelines) + 1}"
+            self._remember(call_id, session.timeline)
 
     def timeline(self, call_id: str) -> Timeline | None:
         """The timeline of a recent call."""

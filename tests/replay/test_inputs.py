@@ -1,0 +1,110 @@
+"""Recorded callers: WAV at any rate, raw μ-law, Twilio message recordings; their labels."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.replay.replay_kit import AUDIO, WIRE
+from voicegate.audio.g711 import samples_to_ulaw_bytes
+from voicegate.audio.wav import read_wav, write_wav
+from voicegate.callers.inputs import load_recording
+from voicegate.callers.labels import labels_of
+from voicegate.errors import AudioFormatError
+
+
+def test_a_wav_keeps_its_rate_and_converts_to_another() -> None:
+    recording = load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav")
+    assert recording.sample_rate == 16000
+    narrow = recording.at_rate(8000)
+    assert len(narrow) == len(recording.samples) // 2
+    # The 8 kHz copy made by the fixture's authors has the same loudness, give or take.
+    reference = read_wav(AUDIO / "synth" / "festival" / "balance_8k.wav").samples
+    ratio = np.abs(narrow.astype(float)).mean() / np.abs(reference.astype(float)).mean()
+    assert 0.8 < ratio < 1.25
+
+
+def test_a_wav_at_a_rate_the_gateway_never_streams_is_converted(tmp_path: Path) -> None:
+    t = np.arange(44100) / 44100
+    write_wav(tmp_path / "a.wav", (8000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16), 44100)
+    converted = load_recording(tmp_path / "a.wav").at_rate(8000)
+    assert abs(len(converted) - 8000) <= 1
+    assert 4000 < np.abs(converted[100:-100]).max() < 9000
+
+
+def test_raw_ulaw_is_8khz() -> None:
+    recording = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw")
+    assert recording.sample_rate == 8000
+    assert len(recording.samples) == (WIRE / "twilio" / "festival_balance_8k.ulaw").stat().st_size
+
+
+def test_a_twilio_recording_yields_its_inbound_payloads_and_call_identity() -> None:
+    recording = load_recording(WIRE / "twilio" / "festival_balance.twilio.jsonl")
+    ulaw = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw")
+    assert (recording.samples == ulaw.samples).all()
+    assert recording.call_id == "CA00000000000000000000000000000001"
+    assert recording.parameters == {}
+
+
+def media(at_ms: int, payload: bytes, track: str = "inbound") -> str:
+    body = {"track": track, "timestamp": str(at_ms), "payload": base64.b64encode(payload).decode()}
+    return json.dumps({"event": "media", "media": body})
+
+
+def test_twilio_timestamps_place_the_audio_and_other_tracks_are_left_out(tmp_path: Path) -> None:
+    loud = samples_to_ulaw_bytes(np.full(160, 5000, dtype=np.int16))
+    start = {"callSid": "CA9", "customParameters": {"tenant": "acme"}}
+    lines = [
+        json.dumps({"event": "start", "start": start}),
+        media(0, loud),
+        media(0, loud, track="outbound"),
+        media(60, loud),  # 40 ms of the caller's audio never arrived
+    ]
+    path = tmp_path / "call.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    recording = load_recording(path)
+    assert recording.call_id == "CA9"
+    assert recording.parameters == {"tenant": "acme"}
+    assert len(recording.samples) == 8 * 80
+    assert (recording.samples[:160] > 4000).all()
+    assert (np.abs(recording.samples[160:480]) < 10).all()
+    assert (recording.samples[480:] > 4000).all()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("not json\n", "not JSON"),
+        ("[1, 2]\n", "JSON object"),
+        ('{"event": "media", "media": {"payload": "***"}}\n', "bad media payload"),
+        ('{"event": "connected"}\n', "no inbound media"),
+        ('{"event": "start", "start": {"mediaFormat": {"encoding": "audio/l16"}}}\n', "μ-law"),
+    ],
+)
+def test_a_malformed_twilio_recording_is_refused(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(AudioFormatError, match=problem):
+        load_recording(path)
+
+
+def test_an_unknown_suffix_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "call.mp3"
+    path.write_bytes(b"ID3")
+    with pytest.raises(AudioFormatError, match=r"suffix '\.mp3'"):
+        load_recording(path)
+
+
+def test_labels_come_from_the_nearest_tables() -> None:
+    labels = labels_of(AUDIO / "human" / "asterisk" / "please-try-again.wav")
+    assert labels.transcript == "please try again"
+    assert labels.onset_ms == 93
+    synth = labels_of(AUDIO / "synth" / "festival" / "balance_8k.wav")
+    assert (synth.transcript, synth.onset_ms) == ("check my balance", None)
+    assert labels_of(AUDIO / "human" / "alsa" / "Noise_8k.wav").transcript is None

@@ -1,0 +1,166 @@
+"""``voicegate replay`` end to end, through ``main([...])``, against the demo project.
+
+The demo (config/agent) runs with the defaults of config/voicegate.yml: the scripted model,
+the scripted recogniser ("check my balance" first) and the tone synthesiser. Its tool awaits
+a 1.5 s backend on the wall clock, which ``--tail-ms`` covers (docs/replay.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.replay.replay_kit import (
+    AUDIO,
+    CALLS,
+    ROOT,
+    WIRE,
+    events,
+    loud_ms,
+    read_call_wav,
+    read_jsonl,
+)
+from voicegate.callers.inputs import load_recording
+from voicegate.callers.scenario import load_scenario
+from voicegate.cli import wiring
+from voicegate.cli.main import main
+from voicegate.cli.replaying import scenario_settings
+from voicegate.config import ServerSettings
+from voicegate.gateway.lifecycle import Gateway
+
+DEMO_ANSWER = "Your balance is 1250.75 dollars. Anything else?"
+FAST = ["--speed", "8", "--tail-ms", "2000"]
+
+
+@pytest.fixture(autouse=True)
+def in_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default settings file and the demo's paths are relative to the repository root."""
+    monkeypatch.chdir(ROOT)
+
+
+def replay(*argv: str) -> int:
+    return main(["replay", *argv])
+
+
+def check_demo_call(out: Path, sample_rate: int) -> list[dict[str, object]]:
+    """The files of a replayed demo call: both channels, and a full answered turn."""
+    wav = read_call_wav(out / "call.wav")
+    assert (wav.channels, wav.sample_rate) == (2, sample_rate)
+    assert loud_ms(wav.caller, sample_rate) > 500  # "check my balance"
+    assert loud_ms(wav.bot, sample_rate) > 5000  # the answer, about 9 s of tone at 60 ms/char
+    timeline = read_jsonl(out / "timeline.jsonl")
+    names = events(timeline)
+    for event in ("call_started", "speech_started", "speech_ended", "turn_started", "say"):
+        assert event in names
+    for event in ("tool_started", "tool_finished", "mark_played", "heard", "turn_ended"):
+        assert event in names
+    assert names.index("speech_ended") < names.index("turn_started") < names.index("say")
+    assert [r["t_ms"] for r in timeline] == sorted(r["t_ms"] for r in timeline)
+    turn = next(r for r in timeline if r["event"] == "turn_started")
+    assert turn["input"] == {"text": "check my balance"}
+    heard = next(r for r in timeline if r["event"] == "heard")
+    assert heard["text"].endswith(DEMO_ANSWER)
+    assert not heard["interrupted"]
+    return timeline
+
+
+def test_a_16khz_wav_replays_as_a_twilio_caller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = AUDIO / "synth" / "festival" / "balance_16k.wav"
+    assert load_recording(source).sample_rate == 16000
+    assert replay(str(source), "--provider", "twilio", "--out", str(tmp_path), *FAST) == 0
+    timeline = check_demo_call(tmp_path, 8000)
+    assert timeline[0]["call_id"] == "CA00000000000000000000000000000042"
+    printed = capsys.readouterr().out
+    assert "turns: 1   interruptions: 0" in printed
+    assert DEMO_ANSWER in printed
+    assert str(tmp_path / "call.wav") in printed
+    caller_side = events(read_jsonl(tmp_path / "caller.jsonl"))
+    assert caller_side[0] == "stream_opened"
+    assert "bot_audio_started" in caller_side
+    assert "mark_echoed" in caller_side
+
+
+def test_raw_ulaw_replays(tmp_path: Path) -> None:
+    source = WIRE / "twilio" / "festival_balance_8k.ulaw"
+    assert replay(str(source), "--out", str(tmp_path), *FAST) == 0
+    check_demo_call(tmp_path, 8000)
+
+
+def test_a_twilio_jsonl_recording_replays_as_the_recorded_call(tmp_path: Path) -> None:
+    source = WIRE / "twilio" / "festival_balance.twilio.jsonl"
+    assert replay(str(source), "--provider", "twilio", "--out", str(tmp_path), *FAST) == 0
+    timeline = check_demo_call(tmp_path, 8000)
+    # The callSid of the recording's start message is the call's id.
+    assert timeline[0]["call_id"] == "CA00000000000000000000000000000001"
+    wav = read_call_wav(tmp_path / "call.wav")
+    recorded = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw").samples
+    # The caller channel starts with exactly the recorded payloads (μ-law round trip is exact).
+    assert (wav.caller[: len(recorded)] == recorded).all()
+
+
+def test_the_browser_dialect_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = AUDIO / "synth" / "festival" / "balance_16k.wav"
+    assert replay(str(source), "--provider", "browser", "--out", str(tmp_path), *FAST) == 0
+    timeline = check_demo_call(tmp_path, 16000)
+    call_id = timeline[0]["call_id"]
+    assert str(call_id).startswith("browser-")  # the id the gateway announced in `started`
+    assert f"browser caller (call {call_id})" in capsys.readouterr().out
+    caller_side = read_jsonl(tmp_path / "caller.jsonl")
+    accepted = next(r for r in caller_side if r["event"] == "call_accepted")
+    assert accepted["sample_rate"] == 16000
+    assert accepted["call_id"] == call_id
+
+
+def test_a_bad_input_is_refused_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello", encoding="utf-8")
+    assert replay(str(text), "--out", str(tmp_path / "out")) == 1
+    assert "cannot tell the format" in capsys.readouterr().err
+    assert replay(str(tmp_path / "missing.wav")) == 1
+    assert "no such file" in capsys.readouterr().err
+    assert replay(str(text), "--speed", "0") == 1
+    assert "--speed" in capsys.readouterr().err
+    wav = str(AUDIO / "synth" / "festival" / "yes_8k.wav")
+    assert replay(wav, "--url", "http://127.0.0.1:1") == 1
+    assert "is not a ws:// or wss:// URL" in capsys.readouterr().err
+    assert replay(wav, "--url", "ws://127.0.0.1:1", "--out", str(tmp_path / "out")) == 1
+    assert "cannot stream to ws://127.0.0.1:1/twilio" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+async def test_with_url_the_caller_side_timeline_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = load_scenario(CALLS / "bargein_while_speaking.yml")
+    settings = scenario_settings(scenario, tmp_path / "gateway")
+    settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0))
+    runner = wiring.build_runner(settings)
+    out = tmp_path / "out"
+    async with Gateway(runner, settings.gateway_options()) as gateway:
+        url = "ws" + gateway.base_url.removeprefix("http")  # no path: the provider's is added
+        argv = [str(scenario.path), "--url", url, "--speed", "4", "--out", str(out)]
+        assert await asyncio.to_thread(replay, *argv) == 0
+    printed = capsys.readouterr().out
+    assert "not available over the wire" in printed
+    assert not (out / "caller.jsonl").exists()
+    observed = read_jsonl(out / "timeline.jsonl")
+    names = events(observed)
+    assert names[0] == "stream_opened"
+    assert names[-1] == "stream_closed"
+    assert observed[-1]["close_code"] == 1000
+    # What the caller saw matches what the gateway did, seen from the other end.
+    gateway_side = runner.timeline(observed[0]["call_id"])
+    assert gateway_side is not None
+    assert names.count("clear_received") == len(gateway_side.named("flush_sent")) == 1
+    assert names.count("mark_echoed") == len(gateway_side.named("mark_played"))
+    assert "clear at" in printed
+    wav = read_call_wav(out / "call.wav")
+    assert (wav.channels, wav.sample_rate) == (2, 8000)
+    assert loud_ms(wav.bot, 8000) > 1000

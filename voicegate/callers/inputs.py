@@ -1,0 +1,150 @@
+"""Recorded callers: a WAV file, raw μ-law, or the messages of a recorded Twilio stream.
+
+``voicegate replay`` streams one of these as the caller's side of a call:
+
+- ``*.wav``: mono 16-bit PCM at any rate;
+- ``*.ulaw`` (or ``*.mulaw``): headerless G.711 μ-law at 8 kHz, as telephony captures are;
+- ``*.jsonl``: Twilio Media Streams messages, one per line (``connected``, ``start``, ``media``,
+  ``stop``; providers.md §b.1). The inbound ``media`` payloads are the caller's audio, placed at
+  their ``timestamp`` (a gap is silence); the ``start`` message's ``callSid`` and
+  ``customParameters`` are kept so the replay presents itself as the recorded call did.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+from voicegate.audio.g711 import ulaw_bytes_to_samples
+from voicegate.audio.pcm import Samples
+from voicegate.audio.resample import SUPPORTED_RATES, resample_all
+from voicegate.audio.wav import read_wav
+from voicegate.errors import AudioFormatError
+
+ULAW_RATE = 8000
+ULAW_SUFFIXES = (".ulaw", ".mulaw", ".ul")
+_SAMPLES_PER_MS = ULAW_RATE // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A recorded caller: mono samples, their rate, and the call identity it came with."""
+
+    samples: Samples
+    sample_rate: int
+    call_id: str = ""
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def duration_ms(self) -> int:
+        """Length in whole milliseconds."""
+        return len(self.samples) * 1000 // self.sample_rate
+
+    def at_rate(self, rate: int) -> Samples:
+        """The samples converted to ``rate``."""
+        if rate == self.sample_rate:
+            return self.samples
+        if self.sample_rate in SUPPORTED_RATES and rate in SUPPORTED_RATES:
+            return resample_all(self.samples, self.sample_rate, rate)
+        # Rates the gateway never streams at (44.1 kHz, 22.05 kHz, ...) only occur in files;
+        # one whole-file conversion is all they need.
+        converted = soxr.resample(self.samples, self.sample_rate, rate)
+        return np.asarray(converted, dtype=np.int16)
+
+
+def load_recording(path: Path) -> Recording:
+    """Read a recorded caller, choosing the format by the file's suffix."""
+    suffix = path.suffix.lower()
+    if suffix == ".wav":
+        wav = read_wav(path)
+        return Recording(wav.samples, wav.sample_rate)
+    if suffix in ULAW_SUFFIXES:
+        return Recording(ulaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
+    if suffix == ".jsonl":
+        return twilio_recording(path)
+    raise AudioFormatError(
+        f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
+        f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz) or .jsonl (Twilio messages)"
+    )
+
+
+def twilio_recording(path: Path) -> Recording:
+    """The caller's audio and identity from a file of Twilio Media Streams messages."""
+    audio = bytearray()
+    call_id, parameters = "", dict[str, str]()
+    for number, message in enumerate(_messages(path), start=1):
+        where = f"{path}:{number}"
+        event = message.get("event")
+        if event == "start":
+            call_id, parameters = _start_fields(message, where)
+        elif event == "media" and _inbound(message):
+            payload, at_ms = _media_fields(message, where)
+            # Twilio timestamps media on the stream's clock; a jump means the caller's audio
+            # was missing there, which a replay renders as silence.
+            gap = at_ms * _SAMPLES_PER_MS - len(audio)
+            audio += b"\xff" * max(0, gap) + payload
+    if not audio:
+        raise AudioFormatError(f"{path}: no inbound media messages")
+    return Recording(ulaw_bytes_to_samples(audio), ULAW_RATE, call_id, parameters)
+
+
+def _messages(path: Path) -> list[dict[str, Any]]:
+    messages = []
+    text = _read_bytes(path).decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise AudioFormatError(f"{path}:{number}: not JSON ({error})") from error
+        if not isinstance(message, dict):
+            raise AudioFormatError(f"{path}:{number}: a Twilio message must be a JSON object")
+        messages.append(message)
+    return messages
+
+
+def _start_fields(message: dict[str, Any], where: str) -> tuple[str, dict[str, str]]:
+    start = message.get("start")
+    if not isinstance(start, dict):
+        raise AudioFormatError(f"{where}: 'start' message without a start object")
+    media_format = start.get("mediaFormat", {})
+    encoding = media_format.get("encoding") if isinstance(media_format, dict) else None
+    if encoding not in (None, "audio/x-mulaw"):
+        raise AudioFormatError(f"{where}: media encoding {encoding!r}; Twilio streams μ-law")
+    parameters = start.get("customParameters") or {}
+    if not isinstance(parameters, dict):
+        raise AudioFormatError(f"{where}: customParameters must be an object")
+    return str(start.get("callSid", "")), {str(k): str(v) for k, v in parameters.items()}
+
+
+def _inbound(message: dict[str, Any]) -> bool:
+    media = message.get("media")
+    return not isinstance(media, dict) or media.get("track", "inbound") == "inbound"
+
+
+def _media_fields(message: dict[str, Any], where: str) -> tuple[bytes, int]:
+    media = message.get("media")
+    if not isinstance(media, dict):
+        raise AudioFormatError(f"{where}: 'media' message without a media object")
+    try:
+        payload = base64.b64decode(media["payload"], validate=True)
+        at_ms = int(media.get("timestamp", 0))
+    except (KeyError, TypeError, ValueError, binascii.Error) as error:
+        raise AudioFormatError(f"{where}: bad media payload or timestamp ({error})") from error
+    return payload, at_ms
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise AudioFormatError(f"{path}: cannot read ({error.strerror})") from error

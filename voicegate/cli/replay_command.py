@@ -1,0 +1,196 @@
+"""``voicegate replay INPUT``: stream a recorded or staged caller to a gateway, as a provider would.
+
+INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message recording
+(``.jsonl``) or a scenario (``fixtures/calls/*.yml``). The emulated provider keeps its own
+media clock, echoes marks when the audio before them has played, and honours ``clear``
+(callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
+exactly like ``voicegate serve`` from ``--config``, ``--project`` and ``--llm``, with memory in
+a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out`` and prints a summary
+(docs/replay.md, docs/timeline.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voicegate.callers.inputs import load_recording
+from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
+from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
+from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli.replaying import (
+    PROVIDER_PATHS,
+    ReplayResult,
+    caller_rate,
+    new_caller,
+    replay_in_process,
+    replay_remote,
+    replay_scenario,
+    stream_url,
+    with_fresh_store,
+)
+from voicegate.cli.serve_command import apply_overrides, read_settings
+from voicegate.errors import ConfigError
+
+DEFAULT_OUT = Path("replay-out")
+DEFAULT_TAIL_MS = 3000
+DEFAULT_MAX_MS = 60_000
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``voicegate replay``."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="stream a recorded caller to a gateway and write call.wav and timeline.jsonl",
+        description=(
+            "Stream a recorded caller (WAV, raw μ-law, Twilio JSONL) or a scenario (.yml) to "
+            "a gateway as a provider would: in process unless --url is given. Writes "
+            "call.wav and timeline.jsonl to --out and prints a summary (docs/replay.md)."
+        ),
+    )
+    parser.add_argument("input", type=Path, metavar="INPUT", help=".wav, .ulaw, .jsonl or .yml")
+    parser.add_argument(
+        "--provider", choices=sorted(PROVIDER_PATHS), help="twilio (default) or browser"
+    )
+    parser.add_argument("--url", help="a running gateway, e.g. ws://127.0.0.1:8080/twilio")
+    parser.add_argument("--speed", type=float, default=1.0, help="media time per real second")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    parser.add_argument("--config", type=Path, help="settings file, as for serve")
+    parser.add_argument("--project", type=Path, help="agent project directory, as for serve")
+    parser.add_argument("--llm", metavar="SPEC", help="language model, e.g. scripted:FILE")
+    parser.add_argument(
+        "--tail-ms",
+        type=int,
+        default=DEFAULT_TAIL_MS,
+        help="hang up once the bot has answered and been quiet this long (real time)",
+    )
+    parser.add_argument(
+        "--max-ms", type=int, default=DEFAULT_MAX_MS, help="hang up at this media time at most"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``replay`` handler."""
+    _check(args)
+    if args.input.suffix.lower() in SCENARIO_SUFFIXES:
+        return _replay_scenario(args, load_scenario(args.input))
+    outcome = asyncio.run(_replay_recording(args))
+    _report(args, outcome, unmet=[])
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    result: ReplayResult
+    provider: str
+    sample_rate: int
+    against: str  # "an in-process gateway" or the URL
+
+
+async def _replay_recording(args: argparse.Namespace) -> _Outcome:
+    recording = load_recording(args.input)
+    provider = args.provider or "twilio"
+    rate = caller_rate(provider, recording.sample_rate)
+    script = CallerScript([Cue(recording.at_rate(rate), at_ms=0, label=args.input.name)], rate)
+    caller = new_caller(
+        provider,
+        script,
+        call_id=recording.call_id,
+        parameters=recording.parameters,
+        quiet_ms=math.ceil(args.tail_ms * args.speed),  # real time: tools run on the wall clock
+    )
+    if args.url:
+        url = stream_url(args.url, provider)
+        result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
+        return _Outcome(result, provider, rate, url)
+    settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
+    with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
+        result = await replay_in_process(
+            with_fresh_store(settings, Path(data_dir)),
+            provider,
+            caller,
+            script,
+            speed=args.speed,
+            max_ms=args.max_ms,
+        )
+    return _Outcome(result, provider, rate, "an in-process gateway")
+
+
+def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
+    if args.project or args.llm:
+        raise ConfigError("a scenario names its own project and model; drop --project and --llm")
+    provider = args.provider or scenario.provider
+    if args.url:
+        rate = caller_rate(provider, 16000)
+        script = scenario.caller_script(rate)
+        quiet_ms = math.ceil(scenario.quiet_ms * args.speed)
+        caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
+        url = stream_url(args.url, provider)
+        onsets = [cue.onset_ms for cue in scenario.cues]
+        result = asyncio.run(
+            replay_remote(
+                url, caller, script, speed=args.speed, max_ms=scenario.max_ms, onsets=onsets
+            )
+        )
+        _report(args, _Outcome(result, provider, rate, url), unmet=[])
+        return 0
+    with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as workdir:
+        base = read_settings(args.config) if args.config else None
+        run_ = asyncio.run(
+            replay_scenario(scenario, Path(workdir), speed=args.speed, provider=provider, base=base)
+        )
+    result = ReplayResult(run_.caller, run_.records, run_.caller_records, True, None)
+    rate = run_.caller.sample_rate
+    unmet = run_.unmet()
+    _report(args, _Outcome(result, provider, rate, "an in-process gateway"), unmet=unmet)
+    return 1 if unmet else 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not args.input.is_file():
+        raise ConfigError(f"{args.input}: no such file")
+    if not args.speed > 0 or not math.isfinite(args.speed):
+        raise ConfigError(f"--speed must be a positive number, got {args.speed}")
+    if args.tail_ms < 0 or args.max_ms <= 0:
+        raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
+    if args.url:
+        try:
+            stream_url(args.url, args.provider or "twilio")
+        except ValueError as error:
+            raise ConfigError(f"--url: {error}") from None
+
+
+def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) -> None:
+    """Write call.wav and timeline.jsonl (and caller.jsonl in process); print the summary."""
+    result = outcome.result
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    caller_samples, bot_samples = result.caller.tracks()
+    write_call_wav(out / "call.wav", caller_samples, bot_samples, outcome.sample_rate)
+    count = write_jsonl(out / "timeline.jsonl", result.records)
+    print(
+        f"replayed {args.input} as a {outcome.provider} caller (call {result.caller.call_id}) "
+        f"against {outcome.against} at speed {args.speed:g}"
+    )
+    if result.in_process:
+        write_jsonl(out / "caller.jsonl", result.caller_records)
+        lines = summary(result.records)
+        source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
+    else:
+        lines = caller_summary(result.records)
+        source = (
+            f"{count} events seen by the caller: the gateway's own timeline is not "
+            "available over the wire (docs/replay.md)"
+        )
+    lines += [f"expectation not met: {problem}" for problem in unmet]
+    lines += [
+        f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
+        f"wrote {out / 'timeline.jsonl'} ({source})",
+    ]
+    print("\n".join("  " + line for line in lines), flush=True)

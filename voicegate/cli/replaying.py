@@ -1,0 +1,285 @@
+"""Replaying a recorded or staged caller against a gateway, in process or at a URL.
+
+In process, the gateway is the one ``voicegate serve`` runs (``wiring.build_runner`` from the
+same settings) on a free loopback port, and the call's timeline is read from its runner. At a
+URL there is no way to read the gateway's timeline, so the result holds what the caller itself
+observed (docs/timeline.md, "caller-side timeline").
+
+:func:`run_scenario` is the entry point for tests and ``bench/bargein.py``: it runs one
+``fixtures/calls/*.yml`` scenario in process and returns a :class:`ScenarioRun` with the
+emulated caller (its tracks, clears, caller-side records) and the gateway's timeline records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from websockets.exceptions import WebSocketException
+
+from voicegate.callers.browser import BrowserCaller
+from voicegate.callers.driver import drive
+from voicegate.callers.expect import unmet
+from voicegate.callers.report import interruptions
+from voicegate.callers.scenario import Scenario, load_scenario
+from voicegate.callers.script import CallerScript
+from voicegate.callers.twilio import TwilioCaller
+from voicegate.cli import wiring
+from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
+from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
+from voicegate.gateway.lifecycle import Gateway
+from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH
+
+Caller = TwilioCaller | BrowserCaller
+Record = dict[str, Any]
+
+PROVIDER_PATHS = {"twilio": TWILIO_STREAM_PATH, "browser": BROWSER_PATH}
+#: The rate each provider's caller sends at (the browser's is chosen from the recording).
+TWILIO_RATE = 8000
+BROWSER_DEFAULT_RATE = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """One replayed call: the caller, the timeline, and where the timeline came from."""
+
+    caller: Caller
+    records: list[Record]  # the gateway's timeline, or the caller-side one at a URL
+    caller_records: list[Record]  # what the caller observed (always)
+    in_process: bool
+    close_code: int | None
+
+
+def new_caller(
+    provider: str,
+    script: CallerScript,
+    *,
+    call_id: str = "",
+    parameters: Mapping[str, str] | None = None,
+    quiet_ms: int | None = None,
+) -> Caller:
+    """An emulated caller of ``provider`` playing ``script``."""
+    if provider == "browser":
+        return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms)
+    if provider != "twilio":
+        raise ValueError(f"unknown provider {provider!r}")
+    ids = {"call_sid": call_id} if call_id else {}
+    return TwilioCaller(script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, **ids)
+
+
+def caller_rate(provider: str, recording_rate: int) -> int:
+    """The rate a provider's caller streams a recording of ``recording_rate`` at."""
+    if provider == "twilio":
+        return TWILIO_RATE
+    return recording_rate if recording_rate in (8000, 16000, 24000, 48000) else BROWSER_DEFAULT_RATE
+
+
+def stream_url(url: str, provider: str) -> str:
+    """``url`` with the provider's WebSocket path added when it names no path."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.netloc:
+        raise ValueError(f"{url!r} is not a ws:// or wss:// URL")
+    if parts.path in ("", "/"):
+        parts = parts._replace(path=PROVIDER_PATHS[provider])
+    return urlunsplit(parts)
+
+
+def caller_timeline(
+    caller: Caller,
+    script: CallerScript,
+    *,
+    onsets: Sequence[int | None] = (),
+    close_code: int | None = None,
+) -> list[Record]:
+    """The caller-side records: cue starts (with labelled onsets), then what it observed."""
+    cues: list[Record] = []
+    for index, cue in enumerate(script.cues):
+        start = script.start_of(index, caller.bot_started_ms)
+        if start is None:
+            continue
+        record: Record = {"t_ms": start, "event": "cue_started", "label": cue.label}
+        if cue.transcript:
+            record["transcript"] = cue.transcript
+        onset = onsets[index] if index < len(onsets) else None
+        if onset is not None:
+            record["speech_onset_ms"] = start + onset
+        cues.append(record)
+    opened: Record = {"t_ms": 0, "event": "stream_opened", "call_id": caller.call_id}
+    closed: Record = {"t_ms": caller.now_ms, "event": "stream_closed", "close_code": close_code}
+    return [opened, *sorted([*cues, *caller.observed], key=lambda r: int(r["t_ms"])), closed]
+
+
+async def replay_remote(
+    url: str,
+    caller: Caller,
+    script: CallerScript,
+    *,
+    speed: float,
+    max_ms: int,
+    onsets: Sequence[int | None] = (),
+) -> ReplayResult:
+    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
+    code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+
+
+async def replay_in_process(
+    settings: Settings,
+    provider: str,
+    caller: Caller,
+    script: CallerScript,
+    *,
+    speed: float,
+    max_ms: int,
+    onsets: Sequence[int | None] = (),
+) -> ReplayResult:
+    """Start the gateway ``settings`` describe on a free loopback port and replay one call."""
+    settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0))
+    runner = wiring.build_runner(settings)
+    async with Gateway(runner, settings.gateway_options()) as gateway:
+        url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
+        code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
+    if not caller.call_id:
+        stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
+        refusal = stopped or f"close code {code}"
+        raise RemoteProtocolError(f"the gateway did not accept the call ({refusal})")
+    timeline = runner.timeline(caller.call_id)
+    if timeline is None:
+        raise RemoteProtocolError(f"the gateway kept no timeline for call {caller.call_id!r}")
+    caller_records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    return ReplayResult(caller, list(timeline.records), caller_records, True, code)
+
+
+def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
+    """``settings`` with durable memory kept in ``data_dir``, so a replay starts from empty."""
+    return replace(settings, store=StoreSettings(data_dir=data_dir))
+
+
+async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
+    """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
+    try:
+        return await drive(url, caller, speed=speed, max_ms=max_ms)
+    except (OSError, WebSocketException) as error:
+        raise ConfigError(f"cannot stream to {url}: {error}") from None
+    except ExceptionGroup as group:
+        ours = group.subgroup(lambda error: isinstance(error, VoicegateError))
+        if ours is None:
+            raise
+        first: BaseException = ours
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from group
+
+
+# --- scenarios -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRun:
+    """A scenario played in process: the caller, the gateway's timeline and where it ran."""
+
+    scenario: Scenario
+    speed: float
+    caller: Caller
+    records: list[Record]  # the gateway's timeline
+    caller_records: list[Record]  # the caller-side timeline (cue starts, clears, marks)
+    workdir: Path  # holds project/ (the copy that ran), data/ and transcripts.txt
+
+    @property
+    def project_dir(self) -> Path:
+        """The copy of the project the gateway ran (tools may write records there)."""
+        return self.workdir / "project"
+
+    def speech_onsets_ms(self) -> list[int]:
+        """Labelled speech onsets of the cues, in call media time (cues without a label: start)."""
+        return [
+            int(r["speech_onset_ms"] if "speech_onset_ms" in r else r["t_ms"])
+            for r in self.caller_records
+            if r["event"] == "cue_started"
+        ]
+
+    def labelled_latencies(self) -> list[dict[str, int | None]]:
+        """Each interruption's latencies (ms to confirmed, turn cancelled, flush sent) measured
+        from the labelled speech onset of the latest cue whose speech began before it was
+        confirmed (the VAD's onset when no cue had)."""
+        onsets = self.speech_onsets_ms()
+        latencies = []
+        for interruption in interruptions(self.records):
+            before = [onset for onset in onsets if onset <= interruption.confirmed_ms]
+            latencies.append(interruption.latencies(max(before) if before else None))
+        return latencies
+
+    def unmet(self) -> list[str]:
+        """The scenario's expectations this call did not meet (empty: all met)."""
+        return unmet(self.scenario.expect, self.records, self.caller_records)
+
+
+def scenario_settings(scenario: Scenario, workdir: Path, base: Settings | None = None) -> Settings:
+    """Settings running a fresh copy of the scenario's project, its model and transcripts.
+
+    ``workdir``'s ``project/`` and ``data/`` are replaced, so each run starts from the fixture
+    and an empty memory.
+    """
+    if base is None:
+        base = load_settings(scenario.config) if scenario.config else Settings()
+    project = workdir / "project"
+    for stale in (project, workdir / "data"):  # every run starts from the fixture, empty memory
+        shutil.rmtree(stale, ignore_errors=True)
+    shutil.copytree(scenario.project, project)
+    llm = scenario.llm
+    if llm.resolve().is_relative_to(scenario.project.resolve()):
+        llm = project / llm.resolve().relative_to(scenario.project.resolve())
+    transcripts = workdir / "transcripts.txt"
+    transcripts.write_text("".join(line + "\n" for line in scenario.transcripts()), "utf-8")
+    return replace(
+        with_fresh_store(base, workdir / "data"),
+        engine=replace(base.engine, project_dir=project, llm=f"scripted:{llm}"),
+        speech=replace(base.speech, stt=f"scripted:{transcripts}"),
+    )
+
+
+async def replay_scenario(
+    scenario: Scenario,
+    workdir: Path,
+    *,
+    speed: float = 1.0,
+    provider: str | None = None,
+    base: Settings | None = None,
+) -> ScenarioRun:
+    """Run ``scenario`` against an in-process gateway; files go to ``workdir``.
+
+    ``provider`` and ``base`` (the settings to start from) override the scenario's own.
+    """
+    provider = provider or scenario.provider
+    settings = scenario_settings(scenario, workdir, base)
+    script = scenario.caller_script(TWILIO_RATE if provider == "twilio" else BROWSER_DEFAULT_RATE)
+    quiet_ms = round(scenario.quiet_ms * speed)  # the same wait in real time at any speed
+    caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
+    onsets = [cue.onset_ms for cue in scenario.cues]
+    result = await replay_in_process(
+        settings, provider, caller, script, speed=speed, max_ms=scenario.max_ms, onsets=onsets
+    )
+    return ScenarioRun(scenario, speed, caller, result.records, result.caller_records, workdir)
+
+
+def run_scenario(
+    scenario: Scenario | Path, *, speed: float = 1.0, workdir: Path | None = None
+) -> ScenarioRun:
+    """Run a scenario (or the scenario file at a path) in process, synchronously.
+
+    Without ``workdir`` the project copy and memory live in a temporary folder removed on
+    return (the records and the caller stay available).
+    """
+    loaded = load_scenario(scenario) if isinstance(scenario, Path) else scenario
+    if workdir is not None:
+        return asyncio.run(replay_scenario(loaded, workdir, speed=speed))
+    with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as folder:
+        return asyncio.run(replay_scenario(loaded, Path(folder), speed=speed))
