@@ -1,7 +1,7 @@
 """N concurrent Twilio callers at real-time pace against one gateway, on loopback.
 
-The gateway runs in a child process (the demo project, scripted model and STT, tone TTS, the
-default combined VAD) so its CPU time and event-loop lag are measured apart from the callers.
+The gateway runs in a child process (the demo project, scripted model and STT, tone TTS from
+fixtures/config/deterministic.yml, the default combined VAD) so its CPU time and event-loop lag are measured apart from the callers.
 Each caller streams 20 ms μ-law frames at real time, says "check my balance" once, hears the
 bot's answer (marks echoed as played) and hangs up. For each N the script prints:
 
@@ -53,7 +53,7 @@ async def serve_child(data_dir: Path) -> None:
     from voicegate.cli.serve_command import read_settings
     from voicegate.gateway.lifecycle import Gateway
 
-    settings = read_settings(ROOT / "config" / "voicegate.yml")
+    settings = read_settings(ROOT / "fixtures" / "config" / "deterministic.yml")
     settings = replace(settings, store=replace(settings.store, data_dir=data_dir))
     runner = wiring.build_runner(settings)
     options = replace(settings.gateway_options(), port=0, capacity=2000)

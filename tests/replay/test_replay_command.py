@@ -1,8 +1,10 @@
 """``voicegate replay`` end to end, through ``main([...])``, against the demo project.
 
-The demo (config/agent) runs with the defaults of config/voicegate.yml: the scripted model,
-the scripted recogniser ("check my balance" first) and the tone synthesiser. Its tool awaits
-a 1.5 s backend on the wall clock, which ``--tail-ms`` covers (docs/replay.md).
+The demo (config/agent) runs with fixtures/config/deterministic.yml: the scripted model, the
+scripted recogniser ("check my balance" first) and the tone synthesiser, so every run gives
+the same events; one test runs the shipped defaults (embedded Whisper and espeak-ng). The
+demo's tool awaits a 1.5 s backend on the wall clock, which ``--tail-ms`` covers
+(docs/replay.md).
 """
 
 from __future__ import annotations
@@ -41,8 +43,12 @@ def in_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
 
+DETERMINISTIC = ROOT / "fixtures" / "config" / "deterministic.yml"
+
+
 def replay(*argv: str) -> int:
-    return main(["replay", *argv])
+    """``voicegate replay`` with the deterministic settings."""
+    return main(["replay", *argv, "--config", str(DETERMINISTIC)])
 
 
 def check_demo_call(out: Path, sample_rate: int) -> list[dict[str, object]]:
@@ -164,3 +170,18 @@ async def test_with_url_the_caller_side_timeline_is_written(
     wav = read_call_wav(out / "call.wav")
     assert (wav.channels, wav.sample_rate) == (2, 8000)
     assert loud_ms(wav.bot, 8000) > 1000
+
+
+def test_the_shipped_defaults_answer_a_recorded_caller_with_real_speech(tmp_path: Path) -> None:
+    """config/voicegate.yml as shipped: Whisper hears the caller, espeak-ng speaks the answer."""
+    source = AUDIO / "synth" / "festival" / "balance_16k.wav"
+    out = tmp_path / "out"
+    argv = [str(source), "--provider", "twilio", "--out", str(out), "--speed", "2"]
+    assert main(["replay", *argv, "--tail-ms", "3000"]) == 0
+    wav = read_call_wav(out / "call.wav")
+    assert loud_ms(wav.bot, 8000) > 2000  # spoken answers, not a tone: espeak's speech
+    timeline = read_jsonl(out / "timeline.jsonl")
+    final = next(r for r in timeline if r["event"] == "transcript" and r["final"])
+    assert "balance" in final["text"].lower()
+    heard = next(r for r in timeline if r["event"] == "heard")
+    assert heard["text"].endswith(DEMO_ANSWER)

@@ -242,7 +242,12 @@ def scenario_settings(scenario: Scenario, workdir: Path, base: Settings | None =
     return replace(
         with_fresh_store(base, workdir / "data"),
         engine=replace(base.engine, project_dir=project, llm=f"scripted:{llm}"),
-        speech=replace(base.speech, stt=f"scripted:{transcripts}"),
+        # A scenario is a deterministic test: the tone synthesiser unless its config says.
+        speech=replace(
+            base.speech,
+            stt=f"scripted:{transcripts}",
+            tts=base.speech.tts if scenario.config else "tone",
+        ),
     )
 
 

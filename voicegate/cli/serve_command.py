@@ -144,6 +144,11 @@ def announce(gateway: Gateway) -> None:
         lines.append(f"  twilio:  webhook POST {base}{TWILIO_WEBHOOK_PATH}")
         lines.append(f"           media stream {ws}{TWILIO_STREAM_PATH}")
     if gateway.options.browser is not None:
-        lines.append(f"  browser: {ws}{BROWSER_PATH}")
+        lines.append(f"  browser: open {base}/ (the page), or connect to {ws}{BROWSER_PATH}")
+    if gateway.options.twilio is not None:
+        lines.append(
+            "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
+            f" --url {ws}{TWILIO_STREAM_PATH}"
+        )
     lines.append("  health:  /healthz, /readyz; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)

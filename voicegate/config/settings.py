@@ -136,8 +136,8 @@ class SpeechSettings:
     """``speech``: which STT and TTS engines to use (``whisper``, ``espeak``, ``scripted:FILE``,
     ``tone``; cli/wiring.py builds them)."""
 
-    stt: str = "scripted:config/agent/caller_lines.txt"
-    tts: str = "tone"
+    stt: str = "whisper"
+    tts: str = "espeak"
 
 
 @dataclass(frozen=True, slots=True)
