@@ -1,7 +1,8 @@
 """N concurrent Twilio callers at real-time pace against one gateway, on loopback.
 
 The gateway runs in a child process (the demo project, scripted model and STT, tone TTS from
-fixtures/config/deterministic.yml, the default combined VAD) so its CPU time and event-loop lag are measured apart from the callers.
+fixtures/config/deterministic.yml, the default combined VAD) so its CPU time and event-loop
+lag are measured apart from the callers.
 Each caller streams 20 ms μ-law frames at real time, says "check my balance" once, hears the
 bot's answer (marks echoed as played) and hangs up. For each N the script prints:
 

@@ -40,7 +40,10 @@ async def test_chunks_are_int16_speech_at_the_engine_rate(espeak: EspeakLibrary,
 async def test_resampled_audio_keeps_its_length(espeak: EspeakLibrary) -> None:
     native = np.concatenate(await speak(EspeakTextToSpeech(espeak, espeak.sample_rate), SHORT))
     phone = np.concatenate(await speak(EspeakTextToSpeech(espeak, 8000), SHORT))
-    assert abs(len(phone) - len(native) * 8000 / espeak.sample_rate) <= 2
+    # espeak-ng is not bit-deterministic between runs (a few ms of difference have been seen
+    # under load), so two syntheses are compared to within 1 %: a wrong rate would be far off.
+    expected = len(native) * 8000 / espeak.sample_rate
+    assert abs(len(phone) - expected) <= 0.01 * expected
 
 
 def same_speech(first: Samples, second: Samples) -> bool:
