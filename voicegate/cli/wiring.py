@@ -2,22 +2,30 @@
 
 ``serve`` and ``replay`` both build their call runner here, so the gateway a replay starts in
 process is the one ``voicegate serve`` runs. Engine choices are written as specs:
-``scripted:FILE`` for the scripted model and the scripted recogniser, ``tone`` for the tone
+``scripted:FILE`` for the scripted model and the scripted recogniser; ``openai`` (or an empty
+spec) for the chat model the project's ``integrations.yml`` selects, ``openai:MODEL`` and
+``openai:MODEL@BASE_URL`` to override its model and endpoint; ``tone`` for the tone
 synthesiser, ``whisper[:MODEL]`` for the embedded recogniser (MODEL: ``tiny.en``, the bundled
 model, or a CTranslate2 model directory) and ``espeak[:VOICE]`` for the embedded synthesiser.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from voicegate.config import Settings
+from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
+from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
+from voicegate.engine.project.model import Project
 from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
@@ -41,9 +49,10 @@ def split_spec(spec: str, key: str) -> tuple[str, str]:
     return kind, argument
 
 
-def build_llm(spec: str) -> LLMFactory:
-    """The language model a spec names (``scripted:FILE``)."""
-    kind, argument = split_spec(spec, "engine.llm")
+def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFactory:
+    """The language model a spec names: ``scripted:FILE``, or ``openai`` (empty spec too),
+    ``openai:MODEL``, ``openai:MODEL@BASE_URL`` (the API key is read from ``environ``)."""
+    kind, argument = split_spec(spec or "openai", "engine.llm")
     if kind == "scripted" and argument:
         script = load_script(Path(argument))
 
@@ -51,10 +60,54 @@ def build_llm(spec: str) -> LLMFactory:
             return ScriptedLLM(script)
 
         return scripted
+    if kind == "openai":
+        settings, api_key = openai_model(argument, project, environ)
+
+        def chat(call_id: str) -> LLMPort:
+            return OpenAIChatLLM(settings, api_key)
+
+        return chat
     raise ConfigError(
-        f"engine.llm: {spec!r} is not available; use scripted:FILE "
-        "(real model providers are not built yet)"
+        f"engine.llm: {spec!r} is not available; use scripted:FILE, openai, openai:MODEL "
+        "or openai:MODEL@BASE_URL"
     )
+
+
+def openai_model(
+    argument: str, project: Project, environ: Mapping[str, str]
+) -> tuple[ChatModelSettings, str]:
+    """The chat model and its API key for ``openai[:MODEL[@BASE_URL]]``.
+
+    The project's ``integrations.yml`` selection is the base; MODEL and BASE_URL replace its
+    model and endpoint (with no selection, MODEL on OpenAI's API). The variable the selection
+    names must be set, except with a BASE_URL given here (a local server may need no key).
+    """
+    model, base_url = split_model_spec(argument)
+    try:
+        if project.integrations.llm or not model:
+            settings = select_chat_model(project.integrations)
+        else:
+            settings = ChatModelSettings(model)
+        settings = replace(
+            settings, model=model or settings.model, base_url=base_url or settings.base_url
+        )
+    except ConfigError as error:
+        raise ConfigError(f"engine.llm: {error}") from None
+    api_key = environ.get(settings.api_key_env, "") if settings.api_key_env else ""
+    if settings.api_key_env and not api_key and not base_url:
+        raise ConfigError(
+            f"engine.llm: the model's API key comes from the environment variable "
+            f"{settings.api_key_env}, which is unset"
+        )
+    return settings, api_key
+
+
+def split_model_spec(argument: str) -> tuple[str, str]:
+    """``MODEL@BASE_URL`` -> (MODEL, BASE_URL); an ``@`` not followed by a URL is the model's."""
+    model, at, base_url = argument.rpartition("@")
+    if at and base_url.startswith(("http://", "https://")):
+        return model, base_url
+    return argument, ""
 
 
 def build_stt(spec: str) -> SpeechToText:
@@ -105,14 +158,12 @@ def build_espeak(voice: str, sample_rate: int, words_per_minute: int | None = No
         raise ConfigError(f"speech.tts: {error}") from None
 
 
-def build_runner(settings: Settings) -> SessionRunner:
+def build_runner(settings: Settings, environ: Mapping[str, str] = os.environ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings."""
-    if not settings.engine.llm:
-        raise ConfigError("engine.llm: no language model configured; use --llm scripted:FILE")
+    project = load_project(settings.engine.project_dir)
+    llm = build_llm(settings.engine.llm, project, environ)
     store = SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
-    engine = ProjectEngine(
-        load_project(settings.engine.project_dir), build_llm(settings.engine.llm), store
-    )
+    engine = ProjectEngine(project, llm, store)
     rate = settings.audio.session_sample_rate
     services = CallServices(
         engine=engine,

@@ -1,0 +1,147 @@
+"""The HTTP side: one streaming ``POST {base_url}/chat/completions`` per model step (aiohttp).
+
+Streaming per the OpenAI API reference ("Create chat completion", ``stream: true``): the answer
+comes as server-sent events, parsed by :mod:`.sse` and :mod:`.deltas`. Text deltas are yielded
+the moment they arrive; tool calls once the stream has ended, when their arguments are whole.
+
+Cancellation (design §4): when the turn is cancelled or the consumer closes the generator, the
+``finally`` below closes the response's connection at once, so the provider sees the client go
+away and stops generating. Each request has its own ``ClientSession``: the port has no close
+hook, and nothing may outlive the request.
+
+The API key is sent in the ``Authorization`` header only. No error message carries it: aiohttp
+errors (whose request info holds the headers) are never chained, and text from the server is
+scrubbed of the key before it is quoted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import contextmanager
+
+import aiohttp
+
+from voicegate.engine.llm.openai_chat.deltas import ChunkAssembler, excerpt
+from voicegate.engine.llm.openai_chat.request import request_body
+from voicegate.engine.llm.openai_chat.sse import SseParser
+from voicegate.engine.llm.port import Message, StreamItem, TextDelta
+from voicegate.engine.llm.selection import ChatModelSettings
+from voicegate.engine.tools.schema import ToolSpec
+from voicegate.errors import LLMError
+
+#: How much of an error response body is read to quote it.
+ERROR_BODY_BYTES = 4096
+
+_STATUS_HINTS = {
+    401: "the API key was refused",
+    403: "the API key may not use this model",
+    404: "check the base URL and the model name",
+    429: "rate limited or out of quota",
+}
+
+
+class OpenAIChatLLM:
+    """An LLM port on an OpenAI-compatible Chat Completions endpoint."""
+
+    def __init__(self, settings: ChatModelSettings, api_key: str = "") -> None:
+        self._settings = settings
+        self._api_key = api_key
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Stream one model step: text deltas as they come, then the complete tool calls."""
+        body = request_body(self._settings, messages, tools)
+        endpoint = self._settings.endpoint
+        with self._errors_as_llm_errors():
+            async with (
+                aiohttp.ClientSession(timeout=self._timeout()) as http,
+                http.post(
+                    endpoint, json=body, headers=self._headers(), allow_redirects=False
+                ) as response,
+            ):
+                try:
+                    await self._check_response(response)
+                    parser, assembler = SseParser(), ChunkAssembler()
+                    while not assembler.done:
+                        chunk = await response.content.readany()
+                        for delta in _text_of(chunk, parser, assembler):
+                            yield delta
+                        if not chunk:
+                            break
+                    for call in assembler.tool_calls():
+                        yield call
+                finally:
+                    response.close()  # at once, even mid-stream: the server sees the drop
+
+    @contextmanager
+    def _errors_as_llm_errors(self) -> Iterator[None]:
+        """Transport errors as LLMError; never chained (aiohttp's carry the request headers)."""
+        endpoint, settings = self._settings.endpoint, self._settings
+        try:
+            yield
+        except LLMError as error:
+            raise LLMError(self._redact(str(error))) from None
+        except TimeoutError:
+            raise LLMError(
+                f"the model at {endpoint} timed out (connect {settings.connect_timeout_s} s, "
+                f"then at most {settings.read_timeout_s} s between stream chunks)"
+            ) from None
+        except aiohttp.ClientError as error:
+            raise LLMError(self._redact(f"the model at {endpoint} failed: {error}")) from None
+
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=None,  # a long answer that keeps streaming is fine; silence is not
+            connect=self._settings.connect_timeout_s,
+            sock_read=self._settings.read_timeout_s,
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def _check_response(self, response: aiohttp.ClientResponse) -> None:
+        if not 200 <= response.status < 300:
+            refused = "the request was refused" if response.status < 500 else "the provider failed"
+            hint = _STATUS_HINTS.get(response.status, refused)
+            if response.status in (401, 403) and self._settings.api_key_env:
+                hint += f" (the key comes from ${self._settings.api_key_env})"
+            raise LLMError(
+                f"the model at {self._settings.endpoint} answered HTTP {response.status} "
+                f"{response.reason or ''}, {hint}: {await _error_text(response)}"
+            )
+        if response.content_type == "application/json":
+            raise LLMError(
+                f"the model at {self._settings.endpoint} answered with JSON, not an event "
+                f"stream (does it support stream: true?): {await _error_text(response)}"
+            )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "[api key]") if self._api_key else text
+
+
+def _text_of(chunk: bytes, parser: SseParser, assembler: ChunkAssembler) -> list[TextDelta]:
+    """The text one read of the body carries (an empty read is the end of the body)."""
+    events = parser.feed(chunk) if chunk else parser.close()
+    return [delta for data in events for delta in assembler.feed(data)]
+
+
+async def _error_text(response: aiohttp.ClientResponse) -> str:
+    """The start of an error body: the API's ``error.message`` when it is JSON, else raw."""
+    data = b""
+    while len(data) < ERROR_BODY_BYTES:
+        chunk = await response.content.read(ERROR_BODY_BYTES - len(data))
+        if not chunk:
+            break
+        data += chunk
+    text = data.decode("utf-8", "replace")
+    try:
+        error = json.loads(text).get("error")
+        text = str(error.get("message", error) if isinstance(error, dict) else error or text)
+    except (ValueError, AttributeError):
+        pass  # not the API's JSON error shape: quote the body as it is
+    return excerpt(text) or "(empty body)"

@@ -1,0 +1,117 @@
+"""Which chat model a project runs on: ``integrations.yml`` ``llm`` + ``model_groups`` (§2.2).
+
+Contract §2.2: ``llm.model_group`` names the group driving the agent; each group lists model
+entries ``{provider, model, api_key_env, api_base, ...}``, and provider-specific extras (e.g.
+``temperature``) pass through. voicegate speaks one protocol, OpenAI Chat Completions, so it
+serves the two providers that use it: ``openai`` (``api_base`` defaults to OpenAI's, the key to
+``OPENAI_API_KEY``) and ``self-hosted`` (vLLM, Ollama, TGI, ...: ``api_base`` required, no key
+unless ``api_key_env`` names one). A group with several models is a router/fallback on some
+Mantle builds; voicegate uses the group's first model.
+
+Nothing here reads the environment (design §7): the settings carry the variable's NAME and the
+CLI resolves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from voicegate.engine.project.config_model import Integrations
+from voicegate.errors import ConfigError
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+SUPPORTED_PROVIDERS = ("openai", "self-hosted")
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_READ_TIMEOUT_S = 30.0
+
+#: Entry keys voicegate reads itself; every other key is sent in the request body.
+_ENTRY_KEYS = frozenset({"provider", "model", "api_base", "api_key_env", "timeout"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChatModelSettings:
+    """How to reach one model on an OpenAI-compatible Chat Completions endpoint.
+
+    ``api_key_env`` is the NAME of the environment variable holding the key ("" for none).
+    ``read_timeout_s`` bounds the wait for the response headers and for each stream chunk
+    after them, so a long answer that keeps streaming is never cut. ``options`` are extra
+    request-body fields (``temperature``, ``max_tokens``, ...).
+    """
+
+    model: str
+    base_url: str = OPENAI_BASE_URL
+    api_key_env: str = OPENAI_KEY_ENV
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.model.strip():
+            raise ConfigError("the chat model needs a model name")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"the model's base URL must start with http(s)://: {self.base_url!r}")
+        if self.connect_timeout_s <= 0 or self.read_timeout_s <= 0:
+            raise ConfigError("the chat model's timeouts must be positive numbers of seconds")
+
+    @property
+    def endpoint(self) -> str:
+        """The Chat Completions URL: ``{base_url}/chat/completions``."""
+        return f"{self.base_url.rstrip('/')}/chat/completions"
+
+
+def select_chat_model(integrations: Integrations) -> ChatModelSettings:
+    """The model ``llm.model_group`` selects; ConfigError says what is missing or unsupported."""
+    group_id = integrations.llm.get("model_group")
+    if not isinstance(group_id, str) or not group_id:
+        raise ConfigError(
+            "integrations.yml: no model selected (write 'llm: {model_group: ID}' and a model "
+            "group with that id), or name the model on the command line: openai:MODEL[@BASE_URL]"
+        )
+    models = integrations.model_groups.get(group_id)
+    if not models:
+        raise ConfigError(f"integrations.yml: llm.model_group {group_id!r} has no models")
+    return _settings_of(models[0], f"integrations.yml: model group {group_id!r}")
+
+
+def _settings_of(entry: Mapping[str, Any], where: str) -> ChatModelSettings:
+    provider = entry.get("provider")
+    if provider not in SUPPORTED_PROVIDERS:
+        raise ConfigError(
+            f"{where}: provider {provider!r} is not supported; voicegate speaks the OpenAI Chat "
+            f"Completions protocol, so use one of {list(SUPPORTED_PROVIDERS)} (self-hosted with "
+            "api_base for any OpenAI-compatible server)"
+        )
+    model = _text(entry, "model", where, required=True)
+    base_url = _text(entry, "api_base", where, required=provider == "self-hosted")
+    default_key_env = OPENAI_KEY_ENV if provider == "openai" else ""
+    try:
+        return ChatModelSettings(
+            model=model,
+            base_url=base_url or OPENAI_BASE_URL,
+            api_key_env=_text(entry, "api_key_env", where) or default_key_env,
+            read_timeout_s=_timeout(entry, where),
+            options={key: value for key, value in entry.items() if key not in _ENTRY_KEYS},
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _text(entry: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str:
+    value = entry.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: '{key}' must be a non-empty string")
+    return value.strip()
+
+
+def _timeout(entry: Mapping[str, Any], where: str) -> float:
+    value = entry.get("timeout")
+    if value is None:
+        return DEFAULT_READ_TIMEOUT_S
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{where}: 'timeout' must be a positive number of seconds")
+    return float(value)
