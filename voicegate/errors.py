@@ -12,6 +12,8 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
     ├── LocalProtocolError           voicegate asked a codec for something its protocol
     │                                forbids in this state (a bug in the caller, not the peer)
     ├── SpeechError                  an STT/TTS engine or remote speech service failed
+    ├── McpServerError               an MCP server could not be started, connected,
+    │                                authenticated or listed, or lacks an imported tool
     └── EngineError                  the dialogue engine refused something
         ├── ProjectError             an agent project failed to load or validate
         ├── ConditionError           a condition expression is malformed or cannot be evaluated
@@ -51,6 +53,10 @@ class RemoteProtocolError(VoicegateError):
 
 class SpeechError(VoicegateError):
     """A speech-to-text or text-to-speech engine failed."""
+
+
+class McpServerError(VoicegateError):
+    """An MCP server could not be started, connected, authenticated or listed (startup stops)."""
 
 
 class EngineError(VoicegateError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Literal
 
 from voicegate.engine.history import ToolExecuted
 from voicegate.engine.llm.port import ToolCall, ToolResultMessage
@@ -38,6 +39,7 @@ async def dispatch_call(
             dict(call.arguments),
             outcome.kind,
             outcome.llm_response,
+            _source(session, call.name),
         )
     )
     channel.emit(ToolFinished(turn_id, call.call_id, call.name, outcome.kind, outcome.llm_response))
@@ -53,3 +55,9 @@ async def _run(session: Session, channel: TurnChannel, call: ToolCall) -> ToolOu
         )
     context = session.tool_context(channel, bound.skill_id)
     return await invoke_tool(bound.tool, call.arguments, context, session.tool_timeout)
+
+
+def _source(session: Session, name: str) -> Literal["local", "mcp"]:
+    """Where the called tool lives (MCP tools are recorded as such, contract §10.3)."""
+    bound = session.catalog.find(name)
+    return "mcp" if bound is not None and bound.tool.source == "mcp" else "local"

@@ -13,6 +13,7 @@ from voicegate.engine.memory.state import MemoryState
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, UserInput
+from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.errors import EngineError
 
 #: How long ``close`` waits for a turn that does not unwind after being cancelled.
@@ -29,12 +30,15 @@ class ProjectEngine:
         store: MemoryStore,
         *,
         unwind_grace: float = DEFAULT_UNWIND_GRACE,
+        catalog: ToolCatalog | None = None,
     ) -> None:
         self.project = project
         self._llm = llm
         self._store = store
         self._grace = unwind_grace
-        self._catalog = project.tool_catalog()
+        # A catalog built outside (the MCP runtime adds each skill's imported remote tools)
+        # replaces the project's own local-tools catalog.
+        self._catalog = catalog if catalog is not None else project.tool_catalog()
         self._sessions: dict[str, Session] = {}
 
     async def open(self, call: CallInfo) -> None:

@@ -3,7 +3,8 @@
 Until skills are routed (issue 6), every skill-local tool is offered and runs with its own
 skill as the active skill, which scopes its ``context.memory``. When two skills define the
 same name, the skill first in id order wins and the clash is logged; post-write hooks
-(``run_after_setting_*``) are never offered (contract §7.3).
+(``run_after_setting_*``) are never offered (contract §7.3). A skill's tools may be local
+``@tool`` functions or remote tools (MCP imports): anything :class:`InvocableTool`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from voicegate.engine.tools.decorator import Tool
+from voicegate.engine.tools.invocable import InvocableTool
 from voicegate.engine.tools.reserved import hook_name, is_hook
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 class BoundTool:
     """A tool and the skill it belongs to (None for a tool outside any skill)."""
 
-    tool: Tool
+    tool: InvocableTool
     skill_id: str | None
 
     @property
@@ -34,7 +35,7 @@ class BoundTool:
 class ToolCatalog:
     """The project's local tools, by skill."""
 
-    def __init__(self, skills: Mapping[str, Mapping[str, Tool]]) -> None:
+    def __init__(self, skills: Mapping[str, Mapping[str, InvocableTool]]) -> None:
         self._skills = {skill_id: dict(tools) for skill_id, tools in skills.items()}
         self._offered: dict[str, BoundTool] = {}
         for skill_id in sorted(self._skills):

@@ -13,7 +13,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from voicegate.engine.tools.context import ToolContext
-from voicegate.engine.tools.schema import ToolSpec, derive_spec
+from voicegate.engine.tools.invocable import ToolSource
+from voicegate.engine.tools.schema import ToolSpec, derive_spec, validate_arguments
 from voicegate.errors import ToolDefinitionError
 
 __all__ = ["Tool", "ToolContext", "tool"]
@@ -52,6 +53,20 @@ class Tool:
     def takes_context(self) -> bool:
         """Whether the function declares the injected ``context`` parameter."""
         return self._derived[1]
+
+    @property
+    def source(self) -> ToolSource:
+        """A ``@tool`` runs in the project's own Python code."""
+        return "local"
+
+    @property
+    def time_limit(self) -> float | None:
+        """Local tools have no own limit: the agent's ``tool_timeout`` applies."""
+        return None
+
+    def argument_problem(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why ``arguments`` do not fit the derived schema (no coercion), or None."""
+        return validate_arguments(self.spec, arguments)
 
     @property
     def defined_in(self) -> str:

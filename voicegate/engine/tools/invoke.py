@@ -1,8 +1,10 @@
-"""Running one local tool call: argument check, wall-clock timeout, failure capture.
+"""Running one tool call: argument check, wall-clock timeout, failure capture.
 
-Contract §8.6: each local call has a wall-clock limit (``tool_timeout``, default 10 s). A
+Contract §8.6: each call has a wall-clock limit (``tool_timeout``, default 10 s; an MCP tool
+uses its server's ``tool_timeout`` when set, carried as the tool's own ``time_limit``). A
 timeout or an exception is a *failure* reported to the model; a cancellation is not a failure
 and is never caught here: ``asyncio.CancelledError`` propagates so the caller records nothing.
+The same holds for local ``@tool`` functions and remote tools (``InvocableTool``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from typing import Any
 
 from voicegate.engine.history import ToolOutcomeKind
 from voicegate.engine.tools.context import ToolContext
-from voicegate.engine.tools.decorator import Tool
+from voicegate.engine.tools.invocable import InvocableTool
 from voicegate.engine.tools.result import ToolResult
-from voicegate.engine.tools.schema import validate_arguments
 from voicegate.errors import ToolExecutionError, ToolTimeoutError
 
 log = logging.getLogger(__name__)
@@ -47,17 +48,22 @@ class ToolOutcome:
 
 
 async def invoke_tool(
-    tool: Tool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+    tool: InvocableTool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
 ) -> ToolOutcome:
-    """Call ``tool`` with ``context=``; failures become outcomes, cancellation propagates."""
+    """Call ``tool``; failures become outcomes, cancellation propagates.
+
+    ``time_limit`` is the agent's ``tool_timeout``; a tool with its own limit uses that.
+    """
     if not isinstance(arguments, Mapping):
         problem: str | None = f"arguments must be an object, got {type(arguments).__name__}"
     else:
-        problem = validate_arguments(tool.spec, arguments)
+        problem = tool.argument_problem(arguments)
     if problem is not None:
         return ToolOutcome.failure(ToolExecutionError(f"tool {tool.name!r}: {problem}"))
+    own_limit = tool.time_limit
+    limit = own_limit if own_limit is not None else time_limit
     try:
-        result = await _call_with_timeout(tool, arguments, context, time_limit)
+        result = await _call_with_timeout(tool, arguments, context, limit)
     except ToolExecutionError as error:
         return ToolOutcome.failure(error)
     _reraise_swallowed_cancellation()
@@ -65,7 +71,7 @@ async def invoke_tool(
 
 
 async def _call_with_timeout(
-    tool: Tool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+    tool: InvocableTool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
 ) -> Any:
     deadline = asyncio.timeout(time_limit)
     try:
@@ -77,11 +83,13 @@ async def _call_with_timeout(
                 f"tool {tool.name!r} timed out after {time_limit:g} s (tool_timeout)"
             ) from None
         raise _failed(tool, error) from error
+    except ToolExecutionError:
+        raise  # already says what failed (a remote tool's error result, a lost server)
     except Exception as error:
         raise _failed(tool, error) from error
 
 
-def _failed(tool: Tool, error: Exception) -> ToolExecutionError:
+def _failed(tool: InvocableTool, error: Exception) -> ToolExecutionError:
     log.warning("tool %r failed", tool.name, exc_info=error)
     return ToolExecutionError(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
 
@@ -94,7 +102,7 @@ def _reraise_swallowed_cancellation() -> None:
         raise asyncio.CancelledError
 
 
-def _checked_result(tool: Tool, result: Any) -> ToolOutcome:
+def _checked_result(tool: InvocableTool, result: Any) -> ToolOutcome:
     if not isinstance(result, ToolResult):
         return ToolOutcome.failure(
             ToolExecutionError(
