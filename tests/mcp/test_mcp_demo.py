@@ -1,31 +1,26 @@
 """The demo project's MCP server (config/agent/mcp/branches) and reading integrations.yml."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.mcp.mcp_kit import bounded, launch_options
+from voicegate.cli import wiring
+from voicegate.config import StoreSettings, load_settings
+from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.tools.result import ToolResult
-from voicegate.engine.yamlfile import parse_yaml
 from voicegate.errors import ConfigError, ToolExecutionError
-from voicegate.mcp.config import StdioTransport, parse_mcp_servers
+from voicegate.mcp.config import StdioTransport
 from voicegate.mcp.imports import McpImport
 from voicegate.mcp.runtime import McpRuntime, declared_servers
 
-DEMO = Path(__file__).resolve().parents[2] / "config" / "agent"
-
-#: The entry the demo's integrations.yml declares the server with.
-DEMO_SERVERS = """\
-mcp_servers:
-  - name: branches
-    command: python
-    args: [mcp/branches/server.py]
-    tool_timeout: 5
-"""
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "config" / "agent"
 
 
 async def test_the_demo_server_runs_in_the_project_folder_and_answers() -> None:
-    servers = parse_mcp_servers(parse_yaml(DEMO_SERVERS, "integrations.yml"), "integrations.yml")
+    servers = declared_servers(DEMO, {})  # config/agent/integrations.yml as shipped
     wanted = [McpImport("branch_hours", "branches", "branch_hours")]
     async with McpRuntime(servers, launch_options(project_root=DEMO)) as runtime:
         tools = await bounded(runtime.connect(wanted))
@@ -60,3 +55,21 @@ def test_declared_servers_reads_the_project_file_and_expands_secrets(tmp_path: P
     assert servers["local"].where == f"{tmp_path / 'integrations.yml'}:3"
     with pytest.raises(ConfigError, match="environment variable REGION, which is not set"):
         declared_servers(tmp_path, {})
+
+
+async def test_the_gateway_runner_starts_the_demo_server_and_offers_its_tool(
+    tmp_path: Path,
+) -> None:
+    """What `make run` does: `voicegate serve` opens the runner, the MCP server starts with it."""
+    settings = replace(
+        load_settings(ROOT / "fixtures" / "config" / "deterministic.yml"),
+        store=StoreSettings(data_dir=tmp_path),
+    )
+    async with wiring.open_runner(settings) as runner:
+        engine = runner.services.engine
+        assert isinstance(engine, ProjectEngine)
+        bound = engine.catalog.local("branch_hours", "branch_hours")
+        assert bound is not None
+        assert bound.tool.source == "mcp"
+        result = await bounded(bound.tool.call({"town": "shelbyville"}))
+        assert result.llm_response["address"] == "4 Harbour Road"

@@ -99,6 +99,21 @@ def test_agent_problems(tmp_path: Path, agent: str, code: str) -> None:
     assert codes(write(tmp_path, {"agent.yml": agent})) == [code]
 
 
+def test_a_stdio_mcp_server_is_declared_by_its_command(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "integrations.yml": (
+                "llm: {model_group: main}\n" + GROUPS + "mcp_servers:\n"
+                "  - name: branches\n    command: python\n    args: [server.py]\n"
+            )
+        },
+    )
+    server = load_project(tmp_path).integrations.mcp_servers["branches"]
+    assert server.url == ""
+    assert server.options == {"command": "python", "args": ["server.py"]}
+
+
 def test_mcp_servers_accept_id_as_the_older_name_and_keep_options(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -141,6 +156,12 @@ def test_mcp_servers_accept_id_as_the_older_name_and_keep_options(tmp_path: Path
         ),
         (
             "llm: {model_group: main}\n" + GROUPS + "mcp_servers:\n  - name: a\n",
+            "config.integrations.invalid_mcp_server",
+        ),
+        (
+            "llm: {model_group: main}\n"
+            + GROUPS
+            + "mcp_servers:\n  - {name: a, url: u, command: c}\n",
             "config.integrations.invalid_mcp_server",
         ),
         (

@@ -7,6 +7,8 @@ drain and exit code, with calls that only echo.
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from voicegate.cli.main import build_parser
 from voicegate.cli.serve_command import serve_main
@@ -21,9 +23,10 @@ async def echo(transport: Transport, codec: Codec) -> None:
         await transport.send(message)
 
 
-def echo_runner(settings: Settings) -> CallRunner:
+@asynccontextmanager
+async def echo_runner(settings: Settings) -> AsyncIterator[CallRunner]:
     """The runner builder handed to serve_main."""
-    return echo
+    yield echo
 
 
 if __name__ == "__main__":

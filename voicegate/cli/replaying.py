@@ -142,8 +142,10 @@ async def replay_in_process(
 ) -> ReplayResult:
     """Start the gateway ``settings`` describe on a free loopback port and replay one call."""
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0))
-    runner = wiring.build_runner(settings)
-    async with Gateway(runner, settings.gateway_options()) as gateway:
+    async with (
+        wiring.open_runner(settings) as runner,
+        Gateway(runner, settings.gateway_options()) as gateway,
+    ):
         url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
         code = await _drive(url, caller, speed=speed, max_ms=max_ms)
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.

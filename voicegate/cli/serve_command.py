@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ from voicegate.cli import wiring
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings
 from voicegate.errors import ConfigError
 from voicegate.gateway.lifecycle import Gateway, serve
+from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
 from voicegate.gateway.transport import CallRunner
 
-#: Builds the one runner every call is handed to (see :func:`build_runner`).
-RunnerBuilder = Callable[[Settings], CallRunner]
+#: Opens the one runner every call is handed to (see :func:`build_runner`).
+RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
     return serve_main(args)
 
 
-def build_runner(settings: Settings) -> CallRunner:
-    """The call runner every accepted WebSocket is handed to (cli/wiring.py builds it)."""
-    return wiring.build_runner(settings)
+def build_runner(settings: Settings) -> AbstractAsyncContextManager[CallRunner]:
+    """The call runner every accepted WebSocket is handed to, with the project's MCP servers
+    connected for as long as it is open (cli/wiring.py builds it)."""
+    return wiring.open_runner(settings)
 
 
 def serve_main(
@@ -74,12 +77,11 @@ def serve_main(
     options = settings.gateway_options(
         twilio_auth_token=secrets.get("providers.twilio.auth_token_env")
     )
-    gateway = Gateway(runner_builder(settings), options)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        asyncio.run(serve(gateway, on_listening=announce))
+        asyncio.run(_serve(runner_builder(settings), options))
     except OSError as error:  # e.g. the port is taken
         print(
             f"voicegate serve: cannot listen on {options.host}:{options.port}: {error}",
@@ -87,6 +89,12 @@ def serve_main(
         )
         return 1
     return 0
+
+
+async def _serve(runner: AbstractAsyncContextManager[CallRunner], options: GatewayOptions) -> None:
+    """Open the runner (MCP servers start), serve until a signal, close it (they stop)."""
+    async with runner as call_runner:
+        await serve(Gateway(call_runner, options), on_listening=announce)
 
 
 def read_settings(path: Path | None) -> Settings:

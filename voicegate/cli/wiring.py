@@ -12,7 +12,9 @@ model, or a CTranslate2 model directory) and ``espeak[:VOICE]`` for the embedded
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,9 +28,12 @@ from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
+from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
+from voicegate.mcp.connection import LaunchOptions
+from voicegate.mcp.runtime import declared_servers, project_tools
 from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import (
@@ -158,12 +163,22 @@ def build_espeak(voice: str, sample_rate: int, words_per_minute: int | None = No
         raise ConfigError(f"speech.tts: {error}") from None
 
 
-def build_runner(settings: Settings, environ: Mapping[str, str] = os.environ) -> SessionRunner:
-    """The call runner: engine, speech engines, media and barge-in policy from settings."""
-    project = load_project(settings.engine.project_dir)
+def build_runner(
+    settings: Settings,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    project: Project | None = None,
+    catalog: ToolCatalog | None = None,
+) -> SessionRunner:
+    """The call runner: engine, speech engines, media and barge-in policy from settings.
+
+    ``catalog`` carries the project's tools including the MCP tools it imports (see
+    :func:`open_runner`); without it the engine offers the project's local tools only.
+    """
+    project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
     store = SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
-    engine = ProjectEngine(project, llm, store)
+    engine = ProjectEngine(project, llm, store, catalog=catalog)
     rate = settings.audio.session_sample_rate
     services = CallServices(
         engine=engine,
@@ -177,3 +192,21 @@ def build_runner(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         barge_in=settings.barge_in,
     )
     return SessionRunner(services, session)
+
+
+@asynccontextmanager
+async def open_runner(
+    settings: Settings, environ: Mapping[str, str] = os.environ
+) -> AsyncIterator[SessionRunner]:
+    """The call runner with the project's MCP servers connected (contract §10); stops them.
+
+    A server that cannot be started, connected, authenticated or listed stops startup with
+    an ``McpServerError`` naming it. Must run inside the event loop that serves the calls.
+    """
+    root = settings.engine.project_dir
+    project = load_project(root)
+    servers = declared_servers(root, environ)
+    # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
+    launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
+    async with project_tools(project, servers, launch) as catalog:
+        yield build_runner(settings, environ, project=project, catalog=catalog)

@@ -404,6 +404,11 @@ class SessionRunner:
             call_id = session.call_id or f"call-{len(self._timelines) + 1}"
             self._remember(call_id, session.timeline)
 
+    @property
+    def services(self) -> CallServices:
+        """What every call shares (the engine, the speech engines, media)."""
+        return self._services
+
     def timeline(self, call_id: str) -> Timeline | None:
         """The timeline of a recent call."""
         return self._timelines.get(call_id)

@@ -41,6 +41,11 @@ class ProjectEngine:
         self._catalog = catalog if catalog is not None else project.tool_catalog()
         self._sessions: dict[str, Session] = {}
 
+    @property
+    def catalog(self) -> ToolCatalog:
+        """Every tool the engine can dispatch (local, shared and MCP)."""
+        return self._catalog
+
     async def open(self, call: CallInfo) -> None:
         """Start a session: load its memory from the store, seed it, make its model port."""
         if call.call_id in self._sessions:

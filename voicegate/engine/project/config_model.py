@@ -30,7 +30,7 @@ class McpServer:
     """
 
     name: str
-    url: str
+    url: str  # empty for a stdio server, whose `command`, `args`, `env` are in ``options``
     tool_timeout: float | None = None
     auth: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)

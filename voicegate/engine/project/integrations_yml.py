@@ -194,7 +194,7 @@ def _mcp_server(entry: Any, line: int | None, path: str, problems: Problems) -> 
     }
     return McpServer(
         str(name),
-        str(entry["url"]),
+        str(entry.get("url", "")),
         float(timeout) if timeout is not None else None,
         auth,
         options,
@@ -205,8 +205,12 @@ def _mcp_server(entry: Any, line: int | None, path: str, problems: Problems) -> 
 def _mcp_complaint(entry: Mapping[str, Any], name: Any) -> str | None:
     if not is_text(name):
         return "an MCP server needs a 'name' (the id used in mcp/<server>:<tool>)"
-    if not is_text(entry.get("url")):
-        return f"MCP server {name!r} needs a 'url'"
+    # Contract §10.1: a server is reached over Streamable HTTP (`url`) or started as a stdio
+    # subprocess (`command`, with optional `args`, `env`, `cwd`); exactly one of the two.
+    if is_text(entry.get("url")) == is_text(entry.get("command")):
+        return (
+            f"MCP server {name!r} needs exactly one of 'url' (Streamable HTTP) or 'command' (stdio)"
+        )
     auth = [key for key in _AUTH_KEYS if key in entry]
     if len(auth) > 1:
         return f"MCP server {name!r} sets {auth}; use at most one auth strategy"
