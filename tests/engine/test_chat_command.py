@@ -137,7 +137,7 @@ HANGING_PROJECT = {
         "    await asyncio.Event().wait()\n"
         "    return ToolResult()\n"
     ),
-    "script.yml": "turns:\n  - calls: [slow]\n",
+    "script.yml": "turns:\n  - calls: [{activate: {flow_id: wait}}, slow]\n",
 }
 
 
@@ -169,7 +169,7 @@ def test_ctrl_c_during_a_turn_cancels_it_like_a_barge_in(tmp_path: Path) -> None
         process.stdin.close()
         assert process.wait(timeout=30) == 0
     assert after == [
-        {"event": "tool_cancelled", "turn_id": "t1", "call_id": "call-1-1-1", "name": "slow"},
+        {"event": "tool_cancelled", "turn_id": "t1", "call_id": "call-1-1-2", "name": "slow"},
         {"event": "turn_ended", "turn_id": "t1", "reason": "cancelled"},
     ]
 

@@ -224,7 +224,9 @@ async def test_offered_tools_are_the_skill_tools_without_hooks() -> None:
     engine = engine_for(project, script_of({"turns": [{"say": "Hi."}]}), recorder=recorder)
     await open_call(engine)
     await collect(engine, "c1", Transcript("hi"))
-    assert [spec.name for spec in recorder[0].tools] == ["pick_card"]
+    # the skill's tools without its hook, then the framework tools this state offers (no
+    # skill to route, no knowledge base: cannot_help and listen; contract §7.3)
+    assert [spec.name for spec in recorder[0].tools] == ["pick_card", "cannot_help", "listen"]
 
 
 async def test_an_unknown_or_hook_tool_call_is_a_reported_failure() -> None:

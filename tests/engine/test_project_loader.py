@@ -186,7 +186,8 @@ async def test_tool_timeout_from_agent_yml_bounds_every_local_call(tmp_path: Pat
     files = skill("cards", source)
     files["agent.yml"] = "agent: {persona: x}\ntool_timeout: 0.02\n"
     project = load_project(write(tmp_path, files))
-    script = parse_script({"turns": [{"calls": ["slow"]}]})
+    # a loaded skill's tools are offered once it is active (contract §5.1)
+    script = parse_script({"turns": [{"calls": [{"activate": {"flow_id": "cards"}}, "slow"]}]})
     engine = ProjectEngine(project, lambda call_id: ScriptedLLM(script), InMemoryStore())
     await engine.open(CallInfo("c1"))
     async with engine.turn("c1", Transcript("go")) as stream:

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from voicegate.engine.llm.port import LLMFactory
+from voicegate.engine.llm.rules import rules_factory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.store import InMemoryStore, MemoryStore
 from voicegate.engine.project.loader import load_project
+from voicegate.engine.project.model import Project
 from voicegate.engine.seam import (
     ButtonPress,
     CallInfo,
@@ -49,7 +51,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("project", type=Path, help="the project folder")
     parser.add_argument(
-        "--llm", default="", metavar="scripted:FILE", help="the model (scripted:FILE for now)"
+        "--llm",
+        default="",
+        metavar="scripted:FILE|rules",
+        help="the model: scripted:FILE, or rules (the offline orchestrator, docs/rules-llm.md)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per event")
     parser.add_argument(
@@ -68,7 +73,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the project and chat until standard input ends."""
     project = load_project(args.project)
-    llm = _llm_factory(args.llm)
+    llm = _llm_factory(args.llm, project)
     store = _store(args.memory, args.data_dir)
     try:
         engine: DialogueEngine = ProjectEngine(project, llm, store)
@@ -79,11 +84,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _llm_factory(spec: str) -> LLMFactory:
+def _llm_factory(spec: str, project: Project) -> LLMFactory:
+    if spec == "rules":
+        return rules_factory(project)
     kind, _, location = spec.partition(":")
     if kind != "scripted" or not location:
         given = f"--llm {spec!r}" if spec else "no --llm given"
-        raise ConfigError(f"{given}: only scripted:FILE is available so far (docs/scripted-llm.md)")
+        raise ConfigError(
+            f"{given}: only scripted:FILE and rules are available so far (docs/scripted-llm.md)"
+        )
     script = load_script(Path(location))
     return lambda call_id: ScriptedLLM(script)
 

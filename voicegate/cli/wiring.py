@@ -21,6 +21,7 @@ from pathlib import Path
 from voicegate.config import Settings
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
+from voicegate.engine.llm.rules import rules_factory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
@@ -55,8 +56,8 @@ def split_spec(spec: str, key: str) -> tuple[str, str]:
 
 
 def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFactory:
-    """The language model a spec names: ``scripted:FILE``, or ``openai`` (empty spec too),
-    ``openai:MODEL``, ``openai:MODEL@BASE_URL`` (the API key is read from ``environ``)."""
+    """The language model a spec names: ``scripted:FILE``, ``rules``, or ``openai`` (empty spec
+    too), ``openai:MODEL``, ``openai:MODEL@BASE_URL`` (the API key is read from ``environ``)."""
     kind, argument = split_spec(spec or "openai", "engine.llm")
     if kind == "scripted" and argument:
         script = load_script(Path(argument))
@@ -65,6 +66,8 @@ def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFac
             return ScriptedLLM(script)
 
         return scripted
+    if kind == "rules" and not argument:
+        return rules_factory(project)  # the offline orchestrator (docs/rules-llm.md)
     if kind == "openai":
         settings, api_key = openai_model(argument, project, environ)
 
@@ -74,7 +77,7 @@ def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFac
         return chat
     raise ConfigError(
         f"engine.llm: {spec!r} is not available; use scripted:FILE, openai, openai:MODEL "
-        "or openai:MODEL@BASE_URL"
+        "or openai:MODEL@BASE_URL (or rules)"
     )
 
 

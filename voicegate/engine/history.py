@@ -2,7 +2,10 @@
 
 Append-only. Tools get a copy through ``context.events``. It holds what the caller heard
 (``BotUttered`` comes from ``heard()``, never from generated text, design §4 point 5), tool calls
-that completed (a cancelled call is never recorded, point 3), and every memory write.
+that completed (a cancelled call is never recorded, point 3), every memory write, and the
+skill and ordered-block lifecycle (``FlowEvent``: contract §5.2 ``skill_activated``, §6.5
+``ordered_block_*``). Framework tool calls (``activate``, ``set_fields``, ...) are recorded like
+any tool call, with ``source="framework"``, so the model's context stays paired on later turns.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 ToolOutcomeKind = Literal["ok", "error", "timeout"]
+ToolCallSource = Literal["local", "mcp", "framework"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,7 @@ class ToolExecuted:
     arguments: dict[str, Any]
     outcome: ToolOutcomeKind
     result: Any
-    source: Literal["local", "mcp"] = "local"
+    source: ToolCallSource = "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +57,34 @@ class MemoryWritten:
     value: Any
 
 
-Event = UserUttered | BotUttered | ToolExecuted | MemoryWritten
+FlowEventKind = Literal[
+    "skill_activated",
+    "skill_completed",
+    "skill_cancelled",
+    "skill_interrupted",
+    "skill_resumed",
+    "skill_dropped",
+    "ordered_block_entered",
+    "ordered_block_completed",
+    "ordered_block_cancelled",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEvent:
+    """A skill or ordered block started, ended, was parked or resumed (tracker flow events).
+
+    ``block_id`` names the block for ``ordered_block_*``; ``step_id`` the step it was at.
+    """
+
+    turn_id: str
+    kind: FlowEventKind
+    skill_id: str
+    block_id: str = ""
+    step_id: str = ""
+
+
+Event = UserUttered | BotUttered | ToolExecuted | MemoryWritten | FlowEvent
 
 
 class EventHistory:

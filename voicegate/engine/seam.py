@@ -66,6 +66,8 @@ class SilenceTimeout:
 
 UserInput = Transcript | Dtmf | ButtonPress | SilenceTimeout
 
+SaySource = Literal["model", "tool", "response"]
+
 
 def user_text(user: UserInput) -> str:
     """The text the engine records and the model reads for a user input."""
@@ -82,11 +84,15 @@ def user_text(user: UserInput) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Say:
-    """Text to speak, streamed as soon as a sentence is ready (``source="tool"``: context.send)."""
+    """Text to speak, streamed as soon as a sentence is ready.
+
+    ``source`` is ``model`` for generated text, ``tool`` for ``context.send`` and ``response``
+    for a verbatim response from ``responses.yml`` (contract §7.7).
+    """
 
     turn_id: str
     text: str
-    source: Literal["model", "tool"] = "model"
+    source: SaySource = "model"
 
 
 @dataclass(frozen=True, slots=True)

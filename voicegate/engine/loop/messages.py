@@ -1,8 +1,7 @@
-"""What the model reads: a system message and the conversation rebuilt from the history.
+"""The conversation the model reads, rebuilt from the history (the prompt is ``prompt.py``).
 
-A placeholder for the prompt assembly of contract §7.2 (issue 6): persona, rules and the
-``### Project Memory`` section (PII as ``[set]``). The conversation holds the user's inputs,
-what the caller heard of the bot, and each recorded tool call paired with its result.
+It holds the user's inputs, what the caller heard of the bot, and each recorded tool call
+(framework calls included) paired with its result.
 """
 
 from __future__ import annotations
@@ -14,25 +13,10 @@ from voicegate.engine.history import BotUttered, Event, ToolExecuted, UserUttere
 from voicegate.engine.llm.port import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from voicegate.engine.memory.render import project_memory_lines
-from voicegate.engine.memory.state import MemoryState
-from voicegate.engine.project.model import AgentSettings
-
-
-def system_message(agent: AgentSettings, memory: MemoryState) -> SystemMessage:
-    """The system message, rebuilt from live memory for every model call."""
-    sections = [agent.persona] if agent.persona else []
-    if agent.rules:
-        sections.append("\n".join(f"- {rule}" for rule in agent.rules))
-    lines = project_memory_lines(memory)
-    if lines:  # rendered only when some project value is set (contract §4.6)
-        sections.append("### Project Memory\n" + "\n".join(lines))
-    return SystemMessage("\n\n".join(sections))
 
 
 class Conversation:

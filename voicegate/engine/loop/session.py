@@ -1,4 +1,4 @@
-"""One open call: its memory, history, model port and running turn workers."""
+"""One open call: its memory, history, dialogue state, model port and running turn workers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 
 from voicegate.engine.history import EventHistory, MemoryWritten
 from voicegate.engine.llm.port import LLMPort
+from voicegate.engine.loop.dialogue import DialogueState
 from voicegate.engine.loop.messages import Conversation
 from voicegate.engine.loop.stream import TurnChannel, TurnStream
 from voicegate.engine.memory.fields import MemoryField
@@ -41,10 +42,12 @@ class Session:
         self.llm = llm
         self.history = EventHistory()
         self.conversation = Conversation()
+        self.dialogue = DialogueState()
         self.running: set[TurnStream] = set()
         self.turn_ids: set[str] = set()
         self._counter = itertools.count(1)
-        self._model_context = ToolModelContext(project.llm_config, None)
+        # Tools see the same knowledge index search_knowledge reads (tools reference).
+        self._model_context = ToolModelContext(project.llm_config, project.references)
 
     @property
     def tool_timeout(self) -> float:

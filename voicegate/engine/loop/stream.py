@@ -19,9 +19,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Literal, Self
+from typing import Self
 
-from voicegate.engine.seam import Buttons, Say, TurnEnded, TurnEvent
+from voicegate.engine.seam import Buttons, Say, SaySource, TurnEnded, TurnEvent
 from voicegate.engine.tools.buttons import Button
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class TurnChannel:
         consumer = self._consumer
         return self._cancelled or (consumer is not None and consumer.cancelling() > 0)
 
-    def say(self, text: str, source: Literal["model", "tool"] = "tool") -> None:
+    def say(self, text: str, source: SaySource = "tool") -> None:
         """Queue text to speak; dropped once the turn is cancelled (design §4 point 2)."""
         if not self.is_cancelled:
             self.queue.put_nowait(Say(self.turn_id, text, source))
