@@ -109,6 +109,19 @@ def test_the_demo_completes_its_main_task_from_typed_lines() -> None:
     assert [e["reason"] for e in events if e["event"] == "turn_ended"] == ["completed"] * 3
 
 
+def test_the_demo_blocks_a_lost_card_through_its_ordered_block_and_confirmation() -> None:
+    lines = ["I lost my credit card", "4321", "yes"]
+    events = chat_lines(ROOT / "config" / "agent", lines)
+    said = [(e["turn_id"], e["text"]) for e in events if e["event"] == "say"]
+    assert ("t1", "What are the last four digits of the card?") in said
+    assert ("t2", "Shall I block the card ending in 4321?") in said
+    assert ("t3", "The card is blocked.") in said  # the tool's on_success response
+    finished = [(e["turn_id"], e["name"]) for e in events if e["event"] == "tool_finished"]
+    assert finished == [("t3", "block_card"), ("t3", "send_sms_confirmation")]
+    buttons = [e for e in events if e["event"] == "buttons"]
+    assert [b["title"] for b in buttons[0]["buttons"]] == ["Yes, block it", "No"]
+
+
 async def rules_chat(project: Path, **metadata: Any) -> Chat:
     loaded = load_project(project)
     return await Chat(loaded, [], llm=RulesLLM(loaded.responses), **metadata).open()
