@@ -112,7 +112,8 @@ def test_a_script_that_does_not_fit_reports_an_error_turn(
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--llm=openai:gpt", "only scripted:FILE"),
+        ("--llm=nonsense:x", "is not available"),
+        ("--llm=openai:gpt", "OPENAI_API_KEY"),
         ("--llm=scripted:/no/such.yml", "cannot read"),
         ("--json", "no --llm given"),
     ],
@@ -120,6 +121,7 @@ def test_a_script_that_does_not_fit_reports_an_error_turn(
 def test_bad_llm_options_fail_with_a_message(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: str, message: str
 ) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     code, _, err = chat_in_process(monkeypatch, capsys, option, stdin="")
     assert code == 1
     assert message in err

@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
+from voicegate.cli import wiring
 from voicegate.engine.llm.port import LLMFactory
-from voicegate.engine.llm.rules import rules_factory
-from voicegate.engine.llm.script import load_script
-from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.store import InMemoryStore, MemoryStore
@@ -53,8 +52,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--llm",
         default="",
-        metavar="scripted:FILE|rules",
-        help="the model: scripted:FILE, or rules (the offline orchestrator, docs/rules-llm.md)",
+        metavar="SPEC",
+        help="the model: scripted:FILE, rules (the offline orchestrator, docs/rules-llm.md), "
+        "or openai[:MODEL[@BASE_URL]] (key from the project's api_key_env variable)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per event")
     parser.add_argument(
@@ -85,16 +85,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _llm_factory(spec: str, project: Project) -> LLMFactory:
-    if spec == "rules":
-        return rules_factory(project)
-    kind, _, location = spec.partition(":")
-    if kind != "scripted" or not location:
-        given = f"--llm {spec!r}" if spec else "no --llm given"
-        raise ConfigError(
-            f"{given}: only scripted:FILE and rules are available so far (docs/scripted-llm.md)"
-        )
-    script = load_script(Path(location))
-    return lambda call_id: ScriptedLLM(script)
+    """The model ``--llm`` names, built as ``serve`` builds it (cli/wiring.py)."""
+    if not spec:
+        raise ConfigError("no --llm given: use scripted:FILE, rules, or openai[:MODEL[@URL]]")
+    return wiring.build_llm(spec, project, os.environ)
 
 
 def _store(kind: str, data_dir: Path) -> MemoryStore:
