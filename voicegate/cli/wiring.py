@@ -6,7 +6,9 @@ process is the one ``voicegate serve`` runs. Engine choices are written as specs
 spec) for the chat model the project's ``integrations.yml`` selects, ``openai:MODEL`` and
 ``openai:MODEL@BASE_URL`` to override its model and endpoint; ``tone`` for the tone
 synthesiser, ``whisper[:MODEL]`` for the embedded recogniser (MODEL: ``tiny.en``, the bundled
-model, or a CTranslate2 model directory) and ``espeak[:VOICE]`` for the embedded synthesiser.
+model, or a CTranslate2 model directory) and ``espeak[:VOICE]`` for the embedded synthesiser;
+``deepgram[:MODEL]`` and ``openai-tts[:VOICE[@BASE_URL]]`` for the remote engines, whose keys
+are read here from ``DEEPGRAM_API_KEY`` and ``OPENAI_API_KEY``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
+from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
 from voicegate.engine.tools.catalog import ToolCatalog
@@ -45,6 +48,8 @@ from voicegate.speech.embedded.whisper_model import (
 from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
+from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText
+from voicegate.speech.remote.openai_tts import OpenAISpeechOptions, OpenAITextToSpeech
 
 
 def split_spec(spec: str, key: str) -> tuple[str, str]:
@@ -118,11 +123,12 @@ def split_model_spec(argument: str) -> tuple[str, str]:
     return argument, ""
 
 
-def build_stt(spec: str) -> SpeechToText:
+def build_stt(spec: str, environ: Mapping[str, str] = os.environ) -> SpeechToText:
     """The recogniser a spec names, loaded here (Whisper: once per process).
 
     ``scripted:FILE`` (one transcript per line), ``whisper`` or ``whisper:tiny.en`` (the
-    bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory).
+    bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory), ``deepgram`` or
+    ``deepgram:MODEL`` (Deepgram's live API, key from ``DEEPGRAM_API_KEY`` in ``environ``).
     """
     kind, argument = split_spec(spec, "speech.stt")
     if kind == "scripted" and argument:
@@ -130,10 +136,24 @@ def build_stt(spec: str) -> SpeechToText:
         return ScriptedSpeechToText([line.strip() for line in lines if line.strip()])
     if kind == "whisper":
         return WhisperSpeechToText(load_whisper(argument))
+    if kind == "deepgram":
+        api_key = required_key(environ, "DEEPGRAM_API_KEY", "speech.stt")
+        options = DeepgramOptions(model=argument) if argument else DeepgramOptions()
+        return DeepgramSpeechToText(api_key, options)
     raise ConfigError(
-        f"speech.stt: unknown engine {spec!r} (try whisper, whisper:tiny.en, whisper:DIR "
-        "or scripted:FILE)"
+        f"speech.stt: unknown engine {spec!r} (try whisper, whisper:tiny.en, whisper:DIR, "
+        "deepgram, deepgram:MODEL or scripted:FILE)"
     )
+
+
+def required_key(environ: Mapping[str, str], variable: str, key: str) -> str:
+    """The API key in ``environ[variable]``; a ``ConfigError`` naming the variable if unset."""
+    api_key = environ.get(variable, "")
+    if not api_key:
+        raise ConfigError(
+            f"{key}: the API key comes from the environment variable {variable}, which is unset"
+        )
+    return api_key
 
 
 def load_whisper(model: str) -> WhisperRecognizer:
@@ -147,14 +167,38 @@ def load_whisper(model: str) -> WhisperRecognizer:
     return recognizer
 
 
-def build_tts(spec: str, sample_rate: int) -> TextToSpeech:
-    """The synthesiser a spec names: ``tone``, ``espeak`` or ``espeak:VOICE`` (e.g. en-us)."""
+def build_tts(spec: str, sample_rate: int, environ: Mapping[str, str] = os.environ) -> TextToSpeech:
+    """The synthesiser a spec names: ``tone``, ``espeak`` or ``espeak:VOICE`` (e.g. en-us),
+    ``openai-tts``, ``openai-tts:VOICE`` or ``openai-tts:VOICE@BASE_URL`` (an OpenAI-compatible
+    speech endpoint; key from ``OPENAI_API_KEY``, optional with a BASE_URL given)."""
     kind, argument = split_spec(spec, "speech.tts")
     if spec == "tone":
         return ToneTextToSpeech(sample_rate)
     if kind == "espeak":
         return build_espeak(argument or Voice().name, sample_rate)
-    raise ConfigError(f"speech.tts: unknown engine {spec!r} (try espeak, espeak:VOICE or tone)")
+    if kind == "openai-tts":
+        return build_openai_tts(argument, sample_rate, environ)
+    raise ConfigError(
+        f"speech.tts: unknown engine {spec!r} (try espeak, espeak:VOICE, openai-tts, "
+        "openai-tts:VOICE[@BASE_URL] or tone)"
+    )
+
+
+def build_openai_tts(argument: str, sample_rate: int, environ: Mapping[str, str]) -> TextToSpeech:
+    """An OpenAI-compatible synthesiser for ``VOICE[@BASE_URL]`` (both optional)."""
+    voice, base_url = split_model_spec(argument)
+    defaults = OpenAISpeechOptions()
+    options = OpenAISpeechOptions(
+        base_url=base_url or defaults.base_url, voice=voice or defaults.voice
+    )
+    if base_url:
+        api_key = environ.get("OPENAI_API_KEY", "")  # a local server may need no key
+    else:
+        api_key = required_key(environ, "OPENAI_API_KEY", "speech.tts")
+    try:
+        return OpenAITextToSpeech(api_key, sample_rate, options)
+    except SpeechError as error:
+        raise ConfigError(f"speech.tts: {error}") from None
 
 
 def build_espeak(voice: str, sample_rate: int, words_per_minute: int | None = None) -> TextToSpeech:
@@ -172,6 +216,7 @@ def build_runner(
     *,
     project: Project | None = None,
     catalog: ToolCatalog | None = None,
+    store: MemoryStore | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -180,13 +225,13 @@ def build_runner(
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
-    store = SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
+    store = store or open_store(settings)
     engine = ProjectEngine(project, llm, store, catalog=catalog)
     rate = settings.audio.session_sample_rate
     services = CallServices(
         engine=engine,
-        stt=build_stt(settings.speech.stt),
-        tts=build_tts(settings.speech.tts, rate),
+        stt=build_stt(settings.speech.stt, environ),
+        tts=build_tts(settings.speech.tts, rate, environ),
         media=MediaFactory(sample_rate=rate, frame_ms=settings.vad.frame_ms, vad=settings.vad),
     )
     session = SessionSettings(
@@ -211,5 +256,14 @@ async def open_runner(
     servers = declared_servers(root, environ)
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
-    async with project_tools(project, servers, launch) as catalog:
-        yield build_runner(settings, environ, project=project, catalog=catalog)
+    store = open_store(settings)
+    try:
+        async with project_tools(project, servers, launch) as catalog:
+            yield build_runner(settings, environ, project=project, catalog=catalog, store=store)
+    finally:
+        store.close()  # every write was already committed; this releases the file
+
+
+def open_store(settings: Settings) -> SqliteMemoryStore:
+    """The durable memory store under ``store.data_dir`` (design §4 point 4)."""
+    return SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
