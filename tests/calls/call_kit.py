@@ -22,6 +22,7 @@ from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
+from voicegate.speech.ports import TextToSpeech
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "fixtures" / "audio"
@@ -76,6 +77,7 @@ async def gateway_for(
     project: Path = SLOW_BANK,
     conversation: str = "conversation.yml",
     settings: SessionSettings | None = None,
+    tts: TextToSpeech | None = None,
 ) -> AsyncIterator[CallWorld]:
     """A real gateway on a free loopback port running ``project`` with a scripted model."""
     copy = tmp_path / "project"
@@ -86,7 +88,7 @@ async def gateway_for(
     services = CallServices(
         engine=engine,
         stt=ScriptedSpeechToText(transcripts),
-        tts=ToneTextToSpeech(16000, ms_per_char=40),
+        tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
         media=MediaFactory(),
     )
     runner = SessionRunner(services, settings or SessionSettings())

@@ -40,7 +40,7 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia, MediaFactory, VoiceEvent
@@ -62,6 +62,8 @@ class SessionSettings:
     """Per-call behaviour (built from config/voicegate.yml by the CLI)."""
 
     frame_ms: int = 20
+    #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
+    apology: str = "Sorry, I am having trouble speaking right now. Please try again."
     send_ahead_ms: int = 100
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
 
@@ -197,8 +199,14 @@ class CallSession:
             await self._apply(bargein.SpeechEnded(self._now_ms))
 
     async def _read_transcripts(self, stt: SpeechToTextStream) -> None:
-        async for result in stt.results():
-            await self._on_transcript(result)
+        try:
+            async for result in stt.results():
+                await self._on_transcript(result)
+        except SpeechError as error:
+            # A failed recogniser must not end the call: keypad input still works, and the
+            # reason is logged and on the timeline (issue 7).
+            log.warning("call %s: speech recognition failed: %s", self._call_id, error)
+            self.timeline.emit(self._now_ms, "speech_error", engine="stt", reason=str(error))
 
     async def _on_transcript(self, result: TranscriptResult) -> None:
         self.timeline.emit(self._now_ms, "transcript", text=result.text, final=result.final)
@@ -281,7 +289,30 @@ class CallSession:
         except asyncio.CancelledError:
             self._record_undelivered(stream.undelivered())
             raise
+        except SpeechError as error:
+            # The synthesiser failed: leaving the block closed the stream, which ended the
+            # turn; the caller hears an apology and the call goes on (issue 7).
+            log.warning("call %s turn %s: speech failed: %s", self._call_id, stream.turn_id, error)
+            self._record_undelivered(stream.undelivered())
+            self.timeline.emit(
+                self._now_ms,
+                "speech_error",
+                turn_id=stream.turn_id,
+                engine="tts",
+                reason=str(error),
+            )
+            await self._apologise(stream.turn_id, epoch)
         await self._finish_turn(stream.turn_id)
+
+    async def _apologise(self, turn_id: str, epoch: int) -> None:
+        apology = Say(turn_id, self._settings.apology, "model")
+        self.timeline.emit(
+            self._now_ms, "say", turn_id=turn_id, text=apology.text, source="gateway"
+        )
+        try:
+            await self._speak(apology, epoch)
+        except SpeechError as error:
+            log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
 
     async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
         self.timeline.emit(self._now_ms, **_event_fields(event))
