@@ -13,12 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
-
+from voicegate.audio.pcm import Samples
 from voicegate.types import MediaMs
 
-Samples = npt.NDArray[np.int16]
+__all__ = ["Samples", "SpeechToText", "SpeechToTextStream", "TextToSpeech", "TranscriptResult"]
 
 
 @dataclass(frozen=True, slots=True)
