@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
@@ -73,8 +73,8 @@ class CheapTwilioCaller(TwilioCaller):
     ``python bench/calls.py --self-check``); only the per-frame μ-law/base64/JSON work is gone.
     """
 
-    def __init__(self, script: CallerScript, payloads: list[str], index: int) -> None:
-        super().__init__(script, call_sid=f"CA{index:032d}", stream_sid=f"MZ{index:032d}")
+    def __init__(self, script: CallerScript, payloads: list[str], call: str) -> None:
+        super().__init__(script, call_sid=f"CA{call}", stream_sid=f"MZ{call}")
         self._payloads = payloads
 
     def tick(self) -> list[str | bytes]:
@@ -106,7 +106,9 @@ class CallResult:
     answered: bool = False
     answer_ms: float | None = None
     max_gap_ms: float = 0.0
-    media_ms: int = 0
+    media_ms: int = 0  # caller audio sent
+    bot_ms: float = 0.0  # bot audio received
+    segments: int = 0  # bot media runs ended by a mark or clear
 
 
 @dataclass(slots=True)
@@ -123,25 +125,72 @@ class Plan:
     """The calls of one caller process."""
 
     url: str
+    run: str  # 8 hex digits, unique per level and run: CallSid = CA + run + index
     calls: list[tuple[int, float]]  # (call index, start offset in seconds)
     call_ms: int
     results: list[CallResult] = field(default_factory=list)
+
+
+class Ticker:
+    """One timer per process for every call's 20 ms ticks: calls are spread over 2 ms slots.
+
+    Waking once per slot instead of once per call and frame keeps the callers' loop overhead
+    flat as calls are added; a call's frames stay on its own 20 ms schedule (its ``next_t``),
+    so lateness is still measured per frame.
+    """
+
+    SLOT_S = 0.002
+    SLOTS = 10  # 10 x 2 ms = one 20 ms frame
+
+    def __init__(self, start: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.start = start
+        self.slots: list[list[CallConnection]] = [[] for _ in range(self.SLOTS)]
+        self.next_slot = 0  # slots run so far
+        self.removed = False  # some call stopped ticking: prune the slots
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, call: CallConnection, now: float) -> None:
+        """Tick ``call`` from the first slot boundary at or after ``now``."""
+        slot = max(self.next_slot, math.ceil((now - self.start) / self.SLOT_S))
+        if self.timer is None:
+            self.next_slot = slot
+        call.next_t = self.start + slot * self.SLOT_S
+        self.slots[slot % self.SLOTS].append(call)
+        if self.timer is None:
+            self.timer = self.loop.call_at(self.start + self.next_slot * self.SLOT_S, self.run)
+
+    def run(self) -> None:
+        """Run every slot that is due, then sleep until the next one."""
+        now = self.loop.time()
+        if self.removed:
+            self.removed = False
+            self.slots = [[c for c in slot if c.ticking] for slot in self.slots]
+        due = math.floor((now - self.start) / self.SLOT_S + 1e-9)
+        for number in range(self.next_slot, due + 1):
+            for call in self.slots[number % self.SLOTS]:
+                call.tick(now)
+        self.next_slot = due + 1
+        if any(self.slots):
+            self.timer = self.loop.call_at(self.start + self.next_slot * self.SLOT_S, self.run)
+        else:
+            self.timer = None
 
 
 class CallConnection(asyncio.Protocol):
     """One call: a WebSocket client (sans-I/O) driving a CheapTwilioCaller on loop timers."""
 
     def __init__(
-        self, caller: CheapTwilioCaller, result: CallResult, call_ms: int, url: str, shared: Any
+        self, caller: CheapTwilioCaller, result: CallResult, call_ms: int, url: str, fleet: Fleet
     ) -> None:
         self.caller, self.result, self.call_ms = caller, result, call_ms
         self.ws = ClientProtocol(parse_uri(url))
-        self.shared = shared  # (payload count, TickStats)
+        self.fleet = fleet
         self.loop = asyncio.get_running_loop()
         self.done: asyncio.Future[None] = self.loop.create_future()
         self.transport: asyncio.Transport | None = None
-        self.timer: asyncio.TimerHandle | None = None
-        self.next_t = 0.0
+        self.ticking = False
+        self.next_t = 0.0  # when the next frame is due (loop time)
         self.hung_up = False
         self.speech_end_t: float | None = None
         self.play_end = 0.0  # when the bot audio received so far will have played out
@@ -189,13 +238,13 @@ class CallConnection(asyncio.Protocol):
         self.result.connected = True
         for message in self.caller.opening():
             self.ws.send_text(message.encode())
-        self.next_t = now
-        self._tick()
+        self.ticking = True
+        self.fleet.ticker.add(self, now)
 
-    def _tick(self) -> None:
-        now = self.loop.time()
-        speech_frames, stats = self.shared
-        while self.next_t <= now + 0.001 and not self.hung_up:
+    def tick(self, now: float) -> None:
+        """Send every frame due by ``now`` (the process's ticker calls this)."""
+        stats = self.fleet.stats
+        while self.next_t <= now + 0.0005 and self.ticking:
             behind = now - self.next_t
             stats.ticks += 1
             if behind > LATE_S:
@@ -203,14 +252,12 @@ class CallConnection(asyncio.Protocol):
                 stats.worst_behind_ms = max(stats.worst_behind_ms, behind * 1000)
             for message in self.caller.tick():
                 self.ws.send_text(message.encode())  # type: ignore[union-attr]
-            if self.caller.now_ms == speech_frames * FRAME_MS:
+            if self.caller.now_ms == len(self.fleet.payloads) * FRAME_MS:
                 self.speech_end_t = now
             self.next_t += FRAME_MS / 1000
             if self.caller.now_ms >= self.call_ms:
                 self.hang_up()
         self._flush()
-        if not self.hung_up and self.ws.state is State.OPEN:
-            self.timer = self.loop.call_at(self.next_t, self._tick)
 
     def _message(self, text: str, now: float) -> None:
         before, clears = self.caller.bot_bytes_received, len(self.caller.clears)
@@ -225,10 +272,11 @@ class CallConnection(asyncio.Protocol):
         received = self.caller.bot_bytes_received - before
         if received:
             self._bot_media(now, received / BYTES_PER_MS / 1000)
-        elif len(self.caller.clears) != clears:
-            self.in_segment, self.play_end = False, now
-        else:  # a mark: the segment ended
+        else:  # a mark or a clear: the segment ended
+            self.result.segments += self.in_segment
             self.in_segment = False
+            if len(self.caller.clears) != clears:
+                self.play_end = now
 
     def _bot_media(self, now: float, duration_s: float) -> None:
         if self.in_segment and now > self.play_end:
@@ -237,6 +285,7 @@ class CallConnection(asyncio.Protocol):
             self.result.answered = True
             self.result.answer_ms = (now - self.speech_end_t) * 1000
         self.in_segment = True
+        self.result.bot_ms += duration_s * 1000
         self.play_end = max(self.play_end, now) + duration_s
 
     def hang_up(self) -> None:
@@ -257,9 +306,9 @@ class CallConnection(asyncio.Protocol):
             self.transport.abort()
 
     def _stop_ticking(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        if self.ticking:
+            self.ticking = False
+            self.fleet.ticker.removed = True
 
     def _flush(self) -> None:
         assert self.transport is not None
@@ -272,18 +321,27 @@ class CallConnection(asyncio.Protocol):
             self.loop.call_later(CLOSE_TIMEOUT_S, self.transport.close)
 
 
-async def _one_call(plan: Plan, index: int, start_at: float, shared: Any) -> None:
+@dataclass(slots=True)
+class Fleet:
+    """What a process's calls share: the encoded speech, the tick statistics, the ticker."""
+
+    payloads: list[str]
+    script: CallerScript
+    stats: TickStats
+    ticker: Ticker
+
+
+async def _one_call(plan: Plan, index: int, start_at: float, fleet: Fleet) -> None:
     loop = asyncio.get_running_loop()
     result = CallResult(index)
     plan.results.append(result)
     await asyncio.sleep(max(0.0, start_at - loop.time()))
-    payloads, script = shared[0]
-    caller = CheapTwilioCaller(script, payloads, index)
+    caller = CheapTwilioCaller(fleet.script, fleet.payloads, f"{plan.run}{index:024x}")
     uri = parse_uri(plan.url)
     try:
         async with asyncio.timeout(CONNECT_TIMEOUT_S):
             _, connection = await loop.create_connection(
-                lambda: CallConnection(caller, result, plan.call_ms, plan.url, shared[1]),
+                lambda: CallConnection(caller, result, plan.call_ms, plan.url, fleet),
                 uri.host,
                 uri.port,
             )
@@ -301,14 +359,12 @@ async def _one_call(plan: Plan, index: int, start_at: float, shared: Any) -> Non
 
 async def _run_plan(plan: Plan, t0_wall: float) -> TickStats:
     loop = asyncio.get_running_loop()
-    payloads, script = speech_payloads()
-    stats = TickStats()
-    shared = ((payloads, script), (len(payloads), stats))
     t0 = loop.time() + (t0_wall - time.time())
+    fleet = Fleet(*speech_payloads(), TickStats(), Ticker(t0))
     async with asyncio.TaskGroup() as tasks:
         for index, offset in plan.calls:
-            tasks.create_task(_one_call(plan, index, t0 + offset, shared))
-    return stats
+            tasks.create_task(_one_call(plan, index, t0 + offset, fleet))
+    return fleet.stats
 
 
 def caller_process(conn: Connection, plan: Plan) -> None:
@@ -331,6 +387,6 @@ def caller_process(conn: Connection, plan: Plan) -> None:
 def message_matches_reference() -> bool:
     """The pre-encoded media message equals the one TwilioCaller.tick builds (a self-check)."""
     payloads, script = speech_payloads()
-    cheap = CheapTwilioCaller(script, payloads, 7)
-    reference = TwilioCaller(script, call_sid=cheap.call_id, stream_sid=f"MZ{7:032d}")
+    cheap = CheapTwilioCaller(script, payloads, "0" * 32)
+    reference = TwilioCaller(script, call_sid=f"CA{'0' * 32}", stream_sid=f"MZ{'0' * 32}")
     return all(cheap.tick() == reference.tick() for _ in range(len(payloads) + 5))
