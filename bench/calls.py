@@ -21,8 +21,10 @@ the previous one has drained. Each level is bounded: calls that do not end are a
 
 Per level (one JSON object on stdout):
 
-- ``calls``, ``connected``, ``ended_normally`` (close code 1000), ``closed_by_gateway`` (the
-  gateway closed before the caller hung up), ``close_codes``, ``errors`` (a few samples);
+- ``level`` (concurrent calls), ``calls_started`` (callers that reported), ``connected``
+  (WebSocket open), ``ended_normally`` (close code 1000), ``closed_by_gateway`` (the gateway
+  closed before the caller hung up), ``close_codes`` ("none": no close frame from the gateway
+  within 5 s of the hang-up), ``errors`` (a few samples);
 - ``answered``: calls that received bot media after the caller's speech;
   ``answer_latency_ms`` p50/p95: send time of the caller's last speech frame -> arrival of the
   first bot media message, at the caller;
@@ -100,7 +102,7 @@ def percentile(values: list[float], fraction: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
 
 
 def hist_percentile(uppers: list[float], counts: list[int], fraction: float) -> float | None:
@@ -317,7 +319,7 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
             process.kill()
     busy_share = (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1])
     busy_cores = busy_share * (os.cpu_count() or 1)
-    figures = summarise(calls, done, wall, cpu, busy_cores, args)
+    figures = summarise(calls, done, wall, cpu, busy_cores)
     figures["gateway_rss_mb"] = {
         "idle": round(idle_rss / 2**20, 1),
         "peak": round(peak_rss / 2**20, 1),
@@ -330,15 +332,13 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     return figures
 
 
-def summarise(
-    calls: int, done: list[Any], wall: float, cpu: float, busy: float, args: argparse.Namespace
-) -> dict[str, Any]:
+def summarise(calls: int, done: list[Any], wall: float, cpu: float, busy: float) -> dict[str, Any]:
     """The caller-side figures of one level."""
     results = [r for message in done for r in message[1]]
     ticks = sum(m[2]["ticks"] for m in done)
     late = sum(m[2]["late"] for m in done)
     caller_cpu = [100 * m[3] / m[4] for m in done if m[4] > 0]
-    codes = Counter(str(r["close_code"]) for r in results if r["connected"])
+    codes = Counter(str(r["close_code"] or "none") for r in results if r["connected"])
     answers = [r["answer_ms"] for r in results if r["answer_ms"] is not None]
     gaps = [r["max_gap_ms"] for r in results if r["answered"]]
     call_s = sum(r["media_ms"] for r in results) / 1000
@@ -346,7 +346,8 @@ def summarise(
     caller_cores = sum(m[3] for m in done) / wall
     saturated = late_pct > 1 or max(caller_cpu, default=0) > 85
     return {
-        "calls": calls,
+        "level": calls,
+        "calls_started": len(results),
         "connected": sum(r["connected"] for r in results),
         "ended_normally": sum(r["close_code"] == 1000 for r in results),
         "closed_by_gateway": sum(r["closed_by_gateway"] for r in results),
@@ -487,7 +488,7 @@ def main() -> None:
         if exit_code != 0:
             notes.append(f"serve exited {exit_code}: {gateway.stderr_tail()}")
     report["levels"] = results
-    report["highest_level_held"] = max((r["calls"] for r in results if r["held"]), default=None)
+    report["highest_level_held"] = max((r["level"] for r in results if r["held"]), default=None)
     report["notes"] = notes
     print(json.dumps(report, indent=2))
 
