@@ -9,7 +9,7 @@ The gateway is started as a user starts it, as a subprocess::
 ``store.data_dir`` at a temporary directory and raises ``server.capacity`` to the largest
 level). The port is read from its ``voicegate listening on http://HOST:PORT`` banner. If
 ``serve`` rejects ``--workers``, it is started without it and the report says so. At the end
-it gets SIGTERM and must exit 0 (``gateway.exit_code``).
+it gets SIGTERM and must exit 0 (``gateway.exit_codes``).
 
 The callers run in ``--caller-processes`` separate processes (bench/callfleet.py), each running
 many calls on one asyncio loop. Every call has its own CallSid, streams 20 ms μ-law frames at
@@ -42,7 +42,9 @@ Per level (one JSON object on stdout):
   call-seconds of media the callers sent; ``cores`` = the same CPU over the level's wall time;
 - ``gateway_rss_mb``: RSS summed over the worker processes (from ``/workers``; without it the
   serve process and its non-MCP children): ``idle`` before the level, ``peak`` sampled every
-  0.2 s, ``per_call`` = (peak - idle) / calls;
+  0.2 s, ``per_call`` = (peak - idle) / calls. On a gateway that already ran a level, ``idle``
+  includes memory the allocator kept, which the next level reuses, so ``per_call`` reads low;
+  ``--gateway-per-level`` starts a fresh gateway for each level;
 - ``callers``: ``late_ticks_pct`` (caller ticks sent > 20 ms behind their schedule),
   ``worst_behind_ms``, ``cpu_pct`` per caller process (% of one core over the level);
   ``machine``: busy cores of the whole machine (/proc/stat) and ``other_cores``, what neither
@@ -58,7 +60,7 @@ Per level (one JSON object on stdout):
 Run (a few minutes; keep it short while developing)::
 
     .venv/bin/python bench/calls.py [--levels 100,300,600,1000] [--workers 2]
-        [--call-seconds 10] [--ramp-seconds 5] [--caller-processes 3]
+        [--call-seconds 10] [--ramp-seconds 5] [--caller-processes 3] [--gateway-per-level]
     .venv/bin/python bench/calls.py --levels 20,50 --call-seconds 6
 """
 
@@ -448,6 +450,45 @@ def wait_drained(gateway: GatewayProcess, timeout_s: float) -> bool:
 # --- main --------------------------------------------------------------------------------------
 
 
+def run_levels(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[str, Any]:
+    """Every level against one gateway (or a fresh one per level); the report's body."""
+    capacity = max(levels) + max(levels) // 5 + 10
+    notes: list[str] = []
+    results: list[dict[str, Any]] = []
+    exit_codes: list[int | None] = []
+    groups = [[n] for n in levels] if args.gateway_per_level else [levels]
+    for group in groups:
+        gateway = GatewayProcess(args.workers, args.config, capacity, tmp)
+        try:
+            first = gateway.get("/workers")
+            for calls in group:
+                if not wait_drained(gateway, 60):
+                    notes.append(f"calls were still active before level {calls}")
+                results.append(measure_level(gateway, calls, args))
+        finally:
+            exit_codes.append(gateway.stop())
+        if exit_codes[-1] != 0:
+            notes.append(f"serve exited {exit_codes[-1]}: {gateway.stderr_tail()}")
+    notes[:0] = gateway.notes
+    workers = len(first["workers"]) if first else None
+    if first is None:
+        notes.append("the gateway has no GET /workers: loop lag is null, held is null")
+    elif gateway.workers_flag and workers != args.workers:
+        notes.append(f"asked for {args.workers} workers, /workers lists {workers}")
+    return {
+        "gateway": {
+            "argv": gateway.argv,
+            "workers_flag_accepted": gateway.workers_flag,
+            "workers": workers,
+            "capacity": capacity,
+            "exit_codes": exit_codes,
+        },
+        "levels": results,
+        "highest_level_held": max((r["level"] for r in results if r["held"]), default=None),
+        "notes": notes,
+    }
+
+
 def main() -> None:
     """Print the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -457,40 +498,19 @@ def main() -> None:
     parser.add_argument("--ramp-seconds", type=float, default=5.0, help="spread of call starts")
     parser.add_argument("--caller-processes", type=int, default=3)
     parser.add_argument("--config", type=Path, default=ROOT / "fixtures/config/deterministic.yml")
+    parser.add_argument(
+        "--gateway-per-level",
+        action="store_true",
+        help="start a fresh gateway for each level (idle RSS not inflated by earlier levels)",
+    )
     args = parser.parse_args()
     levels = [int(n) for n in args.levels.split(",")]
     if not callfleet.message_matches_reference():
         raise SystemExit("the pre-encoded media message differs from TwilioCaller's")
-    report: dict[str, Any] = {"benchmark": "calls", "options": vars(args) | {"levels": levels}}
-    report["options"]["config"] = str(args.config)
+    options = vars(args) | {"levels": levels, "config": str(args.config)}
     with tempfile.TemporaryDirectory(prefix="voicegate-bench-") as tmp:
-        capacity = max(levels) + max(levels) // 5 + 10
-        gateway = GatewayProcess(args.workers, args.config, capacity, Path(tmp))
-        notes = gateway.notes
-        results = []
-        try:
-            first = gateway.get("/workers")
-            if first is None:
-                notes.append("the gateway has no GET /workers: loop lag is null, held is null")
-            for calls in levels:
-                if not wait_drained(gateway, 60):
-                    notes.append(f"calls were still active before level {calls}")
-                results.append(measure_level(gateway, calls, args))
-        finally:
-            exit_code = gateway.stop()
-        report["gateway"] = {
-            "argv": gateway.argv,
-            "workers_flag_accepted": gateway.workers_flag,
-            "workers": len(first["workers"]) if first else None,
-            "capacity": capacity,
-            "exit_code": exit_code,
-        }
-        if exit_code != 0:
-            notes.append(f"serve exited {exit_code}: {gateway.stderr_tail()}")
-    report["levels"] = results
-    report["highest_level_held"] = max((r["level"] for r in results if r["held"]), default=None)
-    report["notes"] = notes
-    print(json.dumps(report, indent=2))
+        body = run_levels(args, levels, Path(tmp))
+    print(json.dumps({"benchmark": "calls", "options": options, **body}, indent=2))
 
 
 if __name__ == "__main__":
