@@ -40,6 +40,9 @@ Per level (one JSON object on stdout):
 - ``gateway_cpu``: ``ms_per_call_s`` = user+sys CPU of the serve process and all its descendants
   (workers, MCP servers; /proc/PID/stat incl. reaped children) over the level, divided by the
   call-seconds of media the callers sent; ``cores`` = the same CPU over the level's wall time;
+  ``steady_ms_per_call_s``: the same between the end of the ramp and the first hang-up, when
+  every call is up and none is starting (needs ``--call-seconds`` >= ramp + 2). The whole-level
+  figure includes call set-up and teardown, so it depends on the call length;
 - ``gateway_rss_mb``: RSS summed over the worker processes (from ``/workers``; without it the
   serve process and its non-MCP children): ``idle`` before the level, ``peak`` sampled every
   0.2 s, ``per_call`` = (peak - idle) / calls. On a gateway that already ran a level, ``idle``
@@ -305,8 +308,12 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     cpu0, machine0, wall0 = cpu_seconds(process_tree(gateway.proc.pid)), machine_ticks(), t0
     peak_rss, done, pending = idle_rss, [], dict(enumerate(pipes))
     deadline = t0 + args.ramp_seconds + args.call_seconds + 60
+    window = (t0 + args.ramp_seconds + 0.5, t0 + args.call_seconds - 0.2)  # every call is up
+    steady: list[tuple[float, float]] = []  # (time, gateway CPU) at the window's ends
     while pending and time.time() < deadline:
         peak_rss = max(peak_rss, rss_bytes(pids))
+        if window[1] - window[0] >= 1 and len(steady) < 2 and time.time() >= window[len(steady)]:
+            steady.append((time.time(), cpu_seconds(process_tree(gateway.proc.pid))))
         for key, pipe in list(pending.items()):
             if pipe.poll(0.2 / len(pending)):
                 done.append(pipe.recv())
@@ -322,6 +329,10 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     busy_share = (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1])
     busy_cores = busy_share * (os.cpu_count() or 1)
     figures = summarise(calls, done, wall, cpu, busy_cores)
+    if len(steady) == 2 and figures["connected"]:
+        steady_call_s = figures["connected"] * (steady[1][0] - steady[0][0])
+        steady_ms = 1000 * (steady[1][1] - steady[0][1]) / steady_call_s
+        figures["gateway_cpu"]["steady_ms_per_call_s"] = round(steady_ms, 2)
     figures["gateway_rss_mb"] = {
         "idle": round(idle_rss / 2**20, 1),
         "peak": round(peak_rss / 2**20, 1),
