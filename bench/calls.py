@@ -183,7 +183,16 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def _helper(command: str) -> bool:
+    """A child of serve that is not a worker: an MCP server, multiprocessing's tracker."""
+    return "mcp" in command or "resource_tracker" in command
+
+
 # --- the gateway -------------------------------------------------------------------------------
+
+
+class UnresponsiveError(RuntimeError):
+    """The gateway did not answer an HTTP request in time (or has exited)."""
 
 
 class GatewayProcess:
@@ -239,23 +248,41 @@ class GatewayProcess:
         """The Twilio media stream URL."""
         return f"ws://{self.host}:{self.port}/twilio"
 
-    def get(self, path: str) -> Any:
-        """GET ``path``'s JSON body (also of a 503); None on 404."""
+    def get(self, path: str, attempts: int = 6) -> Any:
+        """GET ``path``'s JSON body (also of a 503); None on 404.
+
+        A busy worker may sit on the request (any worker can take the connection), so each
+        attempt waits 5 s and a new connection is tried; :class:`UnresponsiveError` after the last.
+        """
+        for _ in range(attempts):
+            try:
+                url = f"http://{self.host}:{self.port}{path}"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    return json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                if error.code == 404:
+                    return None
+                if error.code == 503:
+                    return json.loads(error.read())
+                raise
+            except (TimeoutError, urllib.error.URLError, ConnectionError):
+                if self.proc.poll() is not None:
+                    break
+        raise UnresponsiveError(f"GET {path}: no answer in {attempts} x 5 s")
+
+    def workers_snapshot(self) -> Any:
+        """``GET /workers``, or None (missing, or no answer: the note says which)."""
         try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.port}{path}", timeout=10) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
-                return None
-            if error.code == 503:
-                return json.loads(error.read())
-            raise
+            return self.get("/workers")
+        except UnresponsiveError as error:
+            self.notes.append(str(error))
+            return None
 
     def worker_pids(self, snapshot: dict[str, Any] | None) -> list[int]:
         """The worker processes: from ``/workers``, else serve and its non-MCP children."""
         if snapshot is not None:
             return [w["pid"] for w in snapshot["workers"] if w.get("alive", True)]
-        kids = [p for p in children(self.proc.pid) if "mcp" not in cmdline(p)]
+        kids = [p for p in children(self.proc.pid) if not _helper(cmdline(p))]
         return kids or [self.proc.pid]
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
@@ -298,7 +325,7 @@ def run_callers(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -
 def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -> dict[str, Any]:
     """Run one level and summarise it."""
     processes, pipes = run_callers(gateway, calls, args)
-    before = gateway.get("/workers")
+    before = gateway.workers_snapshot()
     pids = gateway.worker_pids(before)
     idle_rss = rss_bytes(pids)
     t0 = time.time() + 0.5
@@ -321,7 +348,7 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     wall = time.time() - wall0
     cpu = cpu_seconds(process_tree(gateway.proc.pid)) - cpu0
     machine1 = machine_ticks()
-    after = gateway.get("/workers")
+    after = gateway.workers_snapshot()
     for process in processes:
         process.join(5)
         if process.is_alive():
@@ -452,8 +479,9 @@ def wait_drained(gateway: GatewayProcess, timeout_s: float) -> bool:
     """Wait until ``/readyz`` counts no active call."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        if gateway.get("/readyz")["active_calls"] == 0:
-            return True
+        with contextlib.suppress(UnresponsiveError):
+            if gateway.get("/readyz", attempts=1)["active_calls"] == 0:
+                return True
         time.sleep(0.5)
     return False
 
@@ -476,6 +504,9 @@ def run_levels(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[s
                 if not wait_drained(gateway, 60):
                     notes.append(f"calls were still active before level {calls}")
                 results.append(measure_level(gateway, calls, args))
+                if gateway.proc.poll() is not None:
+                    notes.append(f"serve exited during level {calls}; later levels not run")
+                    break
         finally:
             exit_codes.append(gateway.stop())
         if exit_codes[-1] != 0:
