@@ -18,6 +18,9 @@ echoes marks as Twilio does (voicegate.callers.twilio.TwilioCaller), and hangs u
 close 1000) after ``--call-seconds`` of media. For each level, ``calls`` callers start spread
 evenly over ``--ramp-seconds``; levels run one after another on the same gateway, each after
 the previous one has drained. Each level is bounded: calls that do not end are aborted.
+A caller frame costs the callers about 25 µs of CPU on this machine, mostly the loopback
+``send`` (one per message, as on a real network), i.e. ~1.3 ms per call-second: at 1,000 calls
+the callers alone need more than a core of the two.
 
 Per level (one JSON object on stdout):
 
@@ -74,6 +77,7 @@ Run (a few minutes; keep it short while developing)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing
@@ -93,8 +97,6 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import contextlib
-
 import callfleet
 
 ROOT = Path(__file__).resolve().parent.parent
