@@ -2,8 +2,8 @@
 
 One caller process runs many calls on one asyncio loop, as cheaply as it can so that its CPU
 does not steal the gateway's: the WebSocket client is the sans-I/O ``websockets`` protocol on
-a plain asyncio ``Protocol`` (no task per call, no coroutine per message), each call's 20 ms
-media ticks are loop timer callbacks, and the media messages are formatted from payloads
+a plain asyncio ``Protocol`` (no coroutine per message), one timer per process drives every
+call's 20 ms ticks (:class:`Ticker`), and the media messages are formatted from payloads
 base64-encoded once per process (the script has one cue at a fixed time, so every call sends
 the same audio). Marks, clear and playback are :class:`voicegate.callers.twilio.TwilioCaller`'s
 own logic.
@@ -69,8 +69,9 @@ _SILENCE = base64.b64encode(bytes([0xFF]) * (FRAME_MS * BYTES_PER_MS)).decode("a
 class CheapTwilioCaller(TwilioCaller):
     """A TwilioCaller whose media messages are formatted from pre-encoded payloads.
 
-    The message is the same text :meth:`TwilioCaller.tick` builds (``tests`` of this bench:
-    ``python bench/calls.py --self-check``); only the per-frame μ-law/base64/JSON work is gone.
+    The message is the same text :meth:`TwilioCaller.tick` builds (bench/calls.py checks this
+    with :func:`message_matches_reference` before it starts); only the per-frame
+    μ-law/base64/JSON work is gone.
     """
 
     def __init__(self, script: CallerScript, payloads: list[str], call: str) -> None:
@@ -353,7 +354,7 @@ async def _one_call(plan: Plan, index: int, start_at: float, fleet: Fleet) -> No
         async with asyncio.timeout(deadline):
             await asyncio.shield(connection.done)
     except TimeoutError:
-        connection.abort("call did not end in time")
+        connection.abort("call did not end in time" if result.connected else "no handshake")
         await connection.done
 
 
