@@ -212,7 +212,7 @@ class CallConnection(asyncio.Protocol):
             if isinstance(event, Response):
                 self._opened(now)
             elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:
-                self._message(event.data.decode(), now)
+                self._message(str(event.data, "utf-8"), now)
             elif isinstance(event, Frame) and event.opcode is Opcode.CLOSE and not self.hung_up:
                 self.result.closed_by_gateway = True
                 self._stop_ticking()

@@ -486,7 +486,7 @@ def wait_drained(gateway: GatewayProcess, timeout_s: float) -> bool:
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         with contextlib.suppress(UnresponsiveError):
-            if gateway.get("/readyz", attempts=1)["active_calls"] == 0:
+            if (gateway.get("/readyz", attempts=1) or {}).get("active_calls") == 0:
                 return True
         time.sleep(0.5)
     return False
