@@ -442,11 +442,12 @@ def lag_per_worker(before: Any, after: Any) -> list[dict[str, Any]] | None:
         lag = worker["loop_lag"]
         counts = lag["counts"]
         previous = old.get(worker["index"])
-        restarted = previous is None or previous["pid"] != worker["pid"]
-        if not restarted:
-            counts = [a - b for a, b in zip(counts, previous["loop_lag"]["counts"], strict=True)]
-            restarted = any(c < 0 for c in counts)
-            counts = lag["counts"] if restarted else counts
+        restarted = True  # a new process: its counts started at zero
+        if previous is not None and previous["pid"] == worker["pid"]:
+            old_counts = previous["loop_lag"]["counts"]
+            diff = [a - b for a, b in zip(counts, old_counts, strict=True)]
+            restarted = any(c < 0 for c in diff)
+            counts = counts if restarted else diff
         uppers = lag["bucket_upper_ms"]
         top = max((i for i, c in enumerate(counts) if c > 0), default=None)
         if top is None:
