@@ -82,6 +82,7 @@ import json
 import math
 import multiprocessing
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -92,7 +93,7 @@ import urllib.error
 import urllib.request
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -103,6 +104,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 LAG_LIMIT_MS = 20.0
+STARTUP_TIMEOUT_S = 60.0
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -197,6 +199,13 @@ def _helper(command: str) -> bool:
 # --- the gateway -------------------------------------------------------------------------------
 
 
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    """Copy the gateway's stdout lines into ``lines``, then None at the end."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
 class UnresponsiveError(RuntimeError):
     """The gateway did not answer an HTTP request in time (or has exited)."""
 
@@ -232,19 +241,24 @@ class GatewayProcess:
             argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=self.stderr, text=True
         )
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, lines), daemon=True).start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:  # serve exited
+                self.proc.wait()
+                return None
             if line.startswith("voicegate listening on http://"):
                 self.host, port = line.split("http://", 1)[1].strip().rsplit(":", 1)
                 self.port = int(port)
-                threading.Thread(target=self._drain, daemon=True).start()
                 return argv
+        self.proc.kill()
         self.proc.wait()
-        return None
-
-    def _drain(self) -> None:
-        assert self.proc.stdout is not None
-        for _ in self.proc.stdout:
-            pass
+        raise RuntimeError(f"voicegate serve printed no banner in {STARTUP_TIMEOUT_S} s")
 
     def stderr_tail(self, lines: int = 5) -> str:
         """The last lines the gateway logged."""
