@@ -63,6 +63,8 @@ Per level (one JSON object on stdout):
   process above 85 % of a core. Late caller frames reach the gateway in bursts and the bot's
   audio is paced by the caller's frames, so lag and gaps of such a level are not the gateway's
   alone;
+- ``gateway.idle_cores``: the idle gateway's CPU before the first level (a busy-polling
+  gateway would inflate every per-call figure);
 - ``held``: every call ended normally, loop lag p99 < 20 ms in every worker (the p99 bucket's
   upper bound is at most 20 ms), no choppy call (``null`` when lag is unknown but the rest
   holds). ``highest_level_held`` closes the report.
@@ -105,6 +107,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 LAG_LIMIT_MS = 20.0
 STARTUP_TIMEOUT_S = 60.0
+IDLE_S = 2.0  # the idle gateway's CPU is measured over this long
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -522,6 +525,9 @@ def run_levels(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[s
         try:
             first = gateway.get("/workers")
             gateway.idle_rss = rss_bytes(gateway.worker_pids(first))
+            idle_cpu = cpu_seconds(process_tree(gateway.proc.pid))
+            time.sleep(IDLE_S)
+            idle_cores = (cpu_seconds(process_tree(gateway.proc.pid)) - idle_cpu) / IDLE_S
             for calls in group:
                 if not wait_drained(gateway, 60):
                     notes.append(f"calls were still active before level {calls}")
@@ -545,6 +551,7 @@ def run_levels(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[s
             "workers_flag_accepted": gateway.workers_flag,
             "workers": workers,
             "capacity": capacity,
+            "idle_cores": round(idle_cores, 3),
             "exit_codes": exit_codes,
         },
         "levels": results,
