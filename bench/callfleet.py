@@ -45,7 +45,7 @@ SPEECH_AT_MS = 400
 GAP_MS = 100  # a playout gap longer than this makes the call choppy
 LATE_S = 0.020  # a tick sent more than one frame behind schedule is late
 CONNECT_TIMEOUT_S = 10.0
-CLOSE_TIMEOUT_S = 5.0
+CLOSE_TIMEOUT_S = 10.0
 BYTES_PER_MS = 8  # μ-law at 8 kHz
 _MEDIA = (
     '{"event": "media", "sequenceNumber": "%d", "streamSid": "%s", "media": {"track": '

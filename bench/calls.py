@@ -27,7 +27,7 @@ Per level (one JSON object on stdout):
 - ``level`` (concurrent calls), ``calls_started`` (callers that reported), ``connected``
   (WebSocket open), ``ended_normally`` (close code 1000), ``closed_by_gateway`` (the gateway
   closed before the caller hung up), ``close_codes`` ("none": no close frame from the gateway
-  within 5 s of the hang-up), ``errors`` (the five commonest, with counts);
+  within 10 s of the hang-up), ``errors`` (the five commonest, with counts);
 - ``answered``: calls that received bot media after the caller's speech;
   ``answer_latency_ms`` p50/p95: send time of the caller's last speech frame -> arrival of the
   first bot media message, at the caller;
