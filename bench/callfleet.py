@@ -193,6 +193,7 @@ class CallConnection(asyncio.Protocol):
         self.ticking = False
         self.next_t = 0.0  # when the next frame is due (loop time)
         self.hung_up = False
+        self.closing = False
         self.speech_end_t: float | None = None
         self.play_end = 0.0  # when the bot audio received so far will have played out
         self.in_segment = False
@@ -318,7 +319,8 @@ class CallConnection(asyncio.Protocol):
                 self.transport.write(data)
             elif self.transport.can_write_eof():
                 self.transport.write_eof()
-        if self.ws.close_expected():
+        if self.ws.close_expected() and not self.closing:
+            self.closing = True  # the gateway should close the TCP connection; wait so long
             self.loop.call_later(CLOSE_TIMEOUT_S, self.transport.close)
 
 
