@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import cast
 
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
@@ -201,8 +202,7 @@ class CallConnection(asyncio.Protocol):
     # --- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.ws.send_request(self.ws.connect())
         self._flush()
 
@@ -381,7 +381,7 @@ def caller_process(conn: Connection, plan: Plan) -> None:
     t0_wall = conn.recv()
     time.sleep(max(0.0, t0_wall - time.time()))
     cpu0, wall0 = time.process_time(), time.monotonic()
-    stats = asyncio.run(_run_plan(plan, t0_wall))
+    stats = asyncio.run(_run_plan(plan, t0_wall))  # uvloop measured no cheaper here
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     conn.send(("done", [asdict(r) for r in plan.results], asdict(stats), cpu, wall))
     conn.close()
