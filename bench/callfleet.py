@@ -349,7 +349,7 @@ async def _one_call(plan: Plan, index: int, start_at: float, fleet: Fleet) -> No
                 uri.port,
             )
     except (OSError, TimeoutError) as error:
-        result.error = f"connect: {type(error).__name__}: {error}"
+        result.error = f"connect: {type(error).__name__} {error}".strip()
         return
     deadline = CONNECT_TIMEOUT_S + plan.call_ms / 1000 + 2 * CLOSE_TIMEOUT_S
     try:
