@@ -58,7 +58,8 @@ Per level (one JSON object on stdout):
   ``worst_behind_ms``, ``cpu_pct`` per caller process (% of one core over the level);
   ``machine``: busy cores of the whole machine (/proc/stat) and ``other_cores``, what neither
   the gateway nor the callers used (other users of this machine), and ``saturated`` (above
-  95 % busy: every process, the gateway's included, waited for a core);
+  95 % busy: every process, the gateway's included, waited for a core). On a shared machine
+  read a level's figures as the gateway's only when ``machine.saturated`` is false;
 - ``callers_saturated``: the callers may have been the bottleneck: late ticks > 1 % or a caller
   process above 85 % of a core. Late caller frames reach the gateway in bursts and the bot's
   audio is paced by the caller's frames, so lag and gaps of such a level are not the gateway's
