@@ -39,6 +39,12 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CRASH_REASON = "the gateway worker failed"
 
 
+def base_url(host: str, port: int) -> str:
+    """``http://host:port`` (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
 class Gateway:
     """One voicegate server: its routes, its registry of calls, and its listening socket."""
 
@@ -72,9 +78,7 @@ class Gateway:
     @property
     def base_url(self) -> str:
         """``http://host:port`` of the listening socket (WebSockets: replace http by ws)."""
-        host = self.options.host
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}"
+        return base_url(self.options.host, self.port)
 
     async def start(self) -> None:
         """Listen; calls are refused as "starting" until :meth:`open`."""
