@@ -88,7 +88,7 @@ def _worker_json(worker: WorkerReport) -> dict[str, Any]:
         "active_calls": worker.active_calls,
         "calls_total": worker.calls_total,
         "loop_lag": {
-            "bucket_upper_ms": list(lag.bucket_upper_ms),
+            "bucket_upper_ms": [float(bound) for bound in lag.bucket_upper_ms],
             "counts": list(lag.counts),
             "samples": lag.samples,
             "max_ms": lag.max_ms,
