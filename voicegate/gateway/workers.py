@@ -262,13 +262,7 @@ class Supervisor:
             failure = await worker.started()
             if first:
                 first = False
-                if failure is not None and not self._stop.is_set():
-                    self._fail(failure)
-                elif (listening := self._listening + 1) == self._options.workers:
-                    self._listening = listening
-                    announce()
-                else:
-                    self._listening = listening
+                self._first_start(failure, announce)
             elif failure is None:
                 log.info("worker %d restarted (pid %d)", index, worker.pid)
             born = time.monotonic()
@@ -287,6 +281,19 @@ class Supervisor:
                 return
             board.restarted(index)
 
+    def _first_start(self, failure: str | None, announce: Callable[[], None]) -> None:
+        """Announce once every worker listens; stop them all if one could not start."""
+        if self._stop.is_set():
+            return  # stopping already: a worker cut short while starting is no news
+        if failure is not None:
+            log.error("%s", failure)
+            self._failure = failure
+            self._stop.set()
+            return
+        self._listening += 1
+        if self._listening == self._options.workers:
+            announce()
+
     def _spawn(self, index: int, board: Scoreboard, port: int) -> _Worker:
         """Start worker ``index`` on a cleared slot."""
         assert board.path is not None  # the supervisor created the board
@@ -303,13 +310,6 @@ class Supervisor:
         board.spawned(index, worker.pid)
         log.info("worker %d started (pid %d)", index, worker.pid)
         return worker
-
-    def _fail(self, reason: str) -> None:
-        """A worker could not start: remember the first reason and stop everything."""
-        log.error("%s", reason)
-        if self._failure is None:
-            self._failure = reason
-        self._stop.set()
 
 
 @contextlib.contextmanager
