@@ -12,7 +12,7 @@ import pytest
 from voicegate.gateway.calls import CallRegistry, LocalCapacityGate
 from voicegate.gateway.loopwatch import LAG_BUCKET_UPPER_MS, lag_bucket
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
-from voicegate.gateway.workers import BACKOFF_MAX_S, backoff_s, describe_exit, reserve_port
+from voicegate.gateway.supervisor import BACKOFF_MAX_S, backoff_s, describe_exit, reserve_port
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 This is the edge where the object graph is built, explicitly (design §3, §7): settings from
 the file and the command line, secrets from the environment, the call runner, the gateway.
 With one worker the gateway runs in this process; with more, this process supervises worker
-processes (gateway/workers.py), each of which builds the same graph from the same
-:class:`ServePlan` in :func:`serve_worker`.
+processes (gateway/supervisor.py), each of which builds the same graph from the same
+:class:`ServePlan` in :func:`serve_worker` (gateway/worker.py).
 """
 
 from __future__ import annotations
@@ -29,14 +29,9 @@ from voicegate.gateway.calls import CANCEL_GRACE_S
 from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
+from voicegate.gateway.supervisor import Supervisor, SupervisorOptions
 from voicegate.gateway.transport import CallRunner
-from voicegate.gateway.workers import (
-    Supervisor,
-    SupervisorOptions,
-    WorkerLaunch,
-    ignore_terminal_interrupts,
-    run_worker,
-)
+from voicegate.gateway.worker import WorkerLaunch, ignore_terminal_interrupts, run_worker
 
 #: Opens the one runner every call is handed to (see :func:`build_runner`).
 RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]

@@ -7,7 +7,7 @@ until ``shutdown_deadline_s``, then closes the rest with 1001 and a reason. A se
 during the drain skips the rest of the deadline.
 
 A gateway is one worker: alone (a private scoreboard) or one of ``voicegate serve --workers
-N`` (a seat on the supervisor's shared scoreboard, gateway/workers.py), where admission counts
+N`` (a seat on the supervisor's shared scoreboard, gateway/supervisor.py), where admission counts
 the calls of every worker. While it serves, it records its media-loop lag on its slot.
 """
 

@@ -13,8 +13,7 @@ worker's calls live and die with it. The supervisor:
   gateway does (a second signal is forwarded too, and skips the drain's deadline), and returns
   once they have all exited (killing any still alive after ``stop_timeout_s``).
 
-Workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor
-alone decides) and drain by themselves if the supervisor disappears.
+What runs inside a worker is gateway/worker.py.
 """
 
 from __future__ import annotations
@@ -28,16 +27,13 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 
-from voicegate.gateway.lifecycle import Gateway, base_url, serve
-from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.lifecycle import base_url
 from voicegate.gateway.scoreboard import Scoreboard
-from voicegate.gateway.transport import CallRunner
+from voicegate.gateway.worker import StartReport, WorkerEntry, WorkerLaunch, readable
 
 log = logging.getLogger(__name__)
 
@@ -57,43 +53,6 @@ class SupervisorOptions:
     port: int  # 0: the supervisor picks a free one before spawning
     capacity: int
     stop_timeout_s: float  # after SIGTERM, when still-running workers are killed
-
-
-class StartReport:
-    """The worker's one message to the supervisor: listening, or why it could not start."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._sent = False
-
-    def listening(self) -> None:
-        """Tell the supervisor this worker accepts connections."""
-        self._send(None)
-
-    def failed(self, reason: str) -> None:
-        """Tell the supervisor why this worker could not start (it then stops them all)."""
-        self._send(reason)
-
-    def _send(self, message: str | None) -> None:
-        if not self._sent:
-            self._sent = True
-            self._connection.send(message)
-            self._connection.close()
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerLaunch:
-    """What a worker process is started with (pickled into it by multiprocessing)."""
-
-    index: int
-    port: int
-    board_path: Path
-    report: StartReport
-    plan: object  # the caller's own description of what to serve (cli: settings and flags)
-
-
-#: The worker processes' entry point: a module-level function, so it can be pickled.
-WorkerEntry = Callable[[WorkerLaunch], None]
 
 
 def backoff_s(young_deaths: int) -> float:
@@ -143,7 +102,7 @@ class _Worker:
     async def started(self) -> str | None:
         """None once it listens; else why it could not start (also when it just died)."""
         try:
-            await _readable(self._reports.fileno())
+            await readable(self._reports.fileno())
             message: str | None = self._reports.recv()
         except EOFError:
             code = await self.exited()
@@ -155,7 +114,7 @@ class _Worker:
     async def exited(self) -> int:
         """Wait for the process to end; its exit code (negative: the signal that ended it)."""
         if self.process.exitcode is None:
-            await _readable(self.process.sentinel)
+            await readable(self.process.sentinel)
         self.process.join()
         return self.process.exitcode if self.process.exitcode is not None else 0
 
@@ -171,22 +130,6 @@ def describe_exit(code: int) -> str:
     if code < 0:
         return f"killed by {signal.Signals(-code).name}"
     return f"code {code}"
-
-
-async def _readable(fd: int) -> None:
-    """Wait until ``fd`` is readable (data, EOF, or an exited process's sentinel)."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, wake)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
 
 
 class Supervisor:
@@ -331,61 +274,3 @@ async def _wait_for(event: asyncio.Event, timeout_s: float) -> bool:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(event.wait(), timeout_s)
     return event.is_set()
-
-
-# --- inside a worker process -------------------------------------------------------------------
-
-
-def ignore_terminal_interrupts() -> None:
-    """Leave Ctrl-C to the supervisor, which forwards SIGTERM (first thing in a worker)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-async def run_worker(
-    launch: WorkerLaunch,
-    runner: AbstractAsyncContextManager[CallRunner],
-    options: GatewayOptions,
-) -> None:
-    """Serve as worker ``launch.index``: a gateway on the shared port and scoreboard, until
-    SIGTERM (or the supervisor is gone), then drain. Startup errors propagate."""
-    board = Scoreboard.attach(launch.board_path)
-    stop = asyncio.Event()
-    try:
-        with _stop_when_orphaned(stop):
-            async with runner as call_runner:
-                gateway = Gateway(
-                    call_runner,
-                    replace(options, port=launch.port),
-                    board=board,
-                    worker=launch.index,
-                    reuse_port=True,
-                )
-                await serve(
-                    gateway,
-                    stop=stop,
-                    signals=(signal.SIGTERM,),
-                    on_listening=lambda _: launch.report.listening(),
-                )
-    finally:
-        board.close()
-
-
-@contextlib.contextmanager
-def _stop_when_orphaned(stop: asyncio.Event) -> Iterator[None]:
-    """While inside, set ``stop`` if the supervisor process ends (its sentinel turns readable)."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        yield
-        return
-    loop = asyncio.get_running_loop()
-
-    def orphaned() -> None:
-        loop.remove_reader(parent.sentinel)
-        log.warning("the supervisor is gone: draining")
-        stop.set()
-
-    loop.add_reader(parent.sentinel, orphaned)
-    try:
-        yield
-    finally:
-        loop.remove_reader(parent.sentinel)
