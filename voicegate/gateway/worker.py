@@ -96,7 +96,7 @@ async def run_worker(
     board = Scoreboard.attach(launch.board_path)
     stop = asyncio.Event()
     try:
-        with _stop_when_orphaned(stop):
+        with _stop_when_orphaned(stop, launch.board_path):
             async with runner as call_runner:
                 gateway = Gateway(
                     call_runner,
@@ -116,8 +116,9 @@ async def run_worker(
 
 
 @contextlib.contextmanager
-def _stop_when_orphaned(stop: asyncio.Event) -> Iterator[None]:
-    """While inside, set ``stop`` if the supervisor process ends (its sentinel turns readable)."""
+def _stop_when_orphaned(stop: asyncio.Event, board_path: Path) -> Iterator[None]:
+    """While inside, set ``stop`` if the supervisor process ends (its sentinel turns readable),
+    and remove the scoreboard's file, which nobody else will (the mapping stays valid)."""
     parent = multiprocessing.parent_process()
     if parent is None:
         yield
@@ -127,6 +128,7 @@ def _stop_when_orphaned(stop: asyncio.Event) -> Iterator[None]:
     def orphaned() -> None:
         loop.remove_reader(parent.sentinel)
         log.warning("the supervisor is gone: draining")
+        board_path.unlink(missing_ok=True)
         stop.set()
 
     loop.add_reader(parent.sentinel, orphaned)
