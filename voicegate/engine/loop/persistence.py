@@ -46,6 +46,10 @@ class CallStateStore(Protocol):
         """Save unless another claim came since (then raise ``StaleCallError``)."""
         ...
 
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ResumeOptions:
@@ -73,6 +77,9 @@ class InMemoryCallStates:
         if current != epoch:
             raise StaleCallError(f"call {call_id!r} was taken over by another node")
         self._calls[call_id] = (epoch, state_json)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 class Checkpoint:
