@@ -1,4 +1,4 @@
-"""The Redis store on a real redis-server: keys, TTLs, write-through, epochs, failures (issue 13)."""
+"""The Redis store on a real redis-server: keys, TTLs, write-through, epochs, failures."""
 
 from __future__ import annotations
 
