@@ -31,7 +31,7 @@ from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.seam import CallInfo, MemorySet, Transcript, TurnEvent
-from voicegate.errors import StaleCallError
+from voicegate.errors import StaleCallError, StoreError
 
 RESUME_LINE = "Sorry, we were cut off."
 CALL = "CA0000000000000000000000000000re01"
@@ -173,3 +173,26 @@ async def test_a_new_call_id_starts_fresh(tmp_path: Path, node_stores: Node) -> 
     await engine.open(CallInfo(CALL))
     assert engine.session(CALL).resume_line is None
     assert engine.session(CALL).dialogue.stack == []
+
+
+async def test_a_stopped_redis_fails_the_turn_with_a_store_error(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    project = write_project(tmp_path / "project", PROJECT)
+    store = RedisStore(redis_server.url, RedisOptions("vg:bank", timeout_s=0.2, retries=1))
+    script = parse_script({"turns": [activate("lookup")]}, "<test>")
+    engine = ProjectEngine(
+        load_project(project),
+        lambda call_id: ScriptedLLM(script),
+        store,
+        resume=ResumeOptions(store, RESUME_LINE),
+    )
+    await engine.open(CallInfo(CALL))
+    redis_server.stop()
+    # The memory write of the first step fails after its retries, the turn ends with the
+    # error, and the state cannot be saved either: the error reaches the gateway, which ends
+    # the call (docs/redis.md); nothing is silently lost.
+    with pytest.raises(StoreError, match="Redis state write failed"):
+        await run(engine, "look it up")
+    store.close()
