@@ -22,7 +22,9 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
         │   └── ToolTimeoutError     a tool exceeded its wall-clock timeout
         ├── MemoryWriteError         a memory write broke a declared rule
         │   └── ProjectMemoryAlreadySetError   a write-once project field was set twice
-        └── LLMError                 the language-model port failed
+        ├── LLMError                 the language-model port failed
+        └── StoreError               the durable store (SQLite, Redis) failed or timed out
+            └── StaleCallError       another node took the call over (a newer epoch)
 
 Cancellation is never an error here: a barge-in raises ``asyncio.CancelledError`` inside the
 running tool (design §4) and voicegate never wraps or swallows it.
@@ -114,6 +116,14 @@ class ProjectMemoryAlreadySetError(MemoryWriteError):
 
 class LLMError(EngineError):
     """The language-model port failed (transport, protocol or provider error)."""
+
+
+class StoreError(EngineError):
+    """The durable store failed or timed out after its retries; nothing was silently lost."""
+
+
+class StaleCallError(StoreError):
+    """This node's claim on a call is stale: another node resumed it (issue 13 fencing)."""
 
 
 class LocalProtocolError(VoicegateError):

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from voicegate.cli.stores import Stores, open_stores
 from voicegate.config import Settings
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
@@ -28,8 +29,6 @@ from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
 from voicegate.engine.loop.engine import ProjectEngine
-from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
-from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
 from voicegate.engine.seam import DialogueEngine
@@ -219,7 +218,7 @@ def build_runner(
     *,
     project: Project | None = None,
     catalog: ToolCatalog | None = None,
-    store: MemoryStore | None = None,
+    stores: Stores | None = None,
     tool_loops: ToolLoops | None = None,
     plane: DialoguePlane | None = None,
 ) -> SessionRunner:
@@ -232,9 +231,16 @@ def build_runner(
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
-    store = store or open_store(settings)
+    stores = stores or open_store(settings, environ, project)
     tool_loops = tool_loops or ToolLoops()
-    project_engine = ProjectEngine(project, llm, store, catalog=catalog, tool_loops=tool_loops)
+    project_engine = ProjectEngine(
+        project,
+        llm,
+        stores.memory,
+        catalog=catalog,
+        tool_loops=tool_loops,
+        resume=stores.resume,
+    )
     engine: DialogueEngine = (
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
@@ -269,7 +275,7 @@ async def open_runner(
     servers = declared_servers(root, environ)
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
-    store = open_store(settings)
+    stores = open_store(settings, environ, project)
     tool_loops = ToolLoops()
     plane = DialoguePlane()
     plane.start()
@@ -280,16 +286,20 @@ async def open_runner(
                 environ,
                 project=project,
                 catalog=catalog,
-                store=store,
+                stores=stores,
                 tool_loops=tool_loops,
                 plane=plane,
             )
     finally:
         plane.stop()
         tool_loops.close()
-        store.close()  # every write was already committed; this releases the file
+        stores.close()  # every write was already committed; this releases the file
 
 
-def open_store(settings: Settings) -> SqliteMemoryStore:
-    """The durable memory store under ``store.data_dir`` (design §4 point 4)."""
-    return SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
+def open_store(settings: Settings, environ: Mapping[str, str], project: Project) -> Stores:
+    """Memory and call state, in SQLite or Redis per ``store.backend`` (issue 13).
+
+    Redis keys are namespaced by the project's ``agent_id``, or its folder's name.
+    """
+    name = project.agent.agent_id or (project.root.name if project.root else "project")
+    return open_stores(settings.store, environ, name)

@@ -8,6 +8,7 @@ appear only as names of environment variables (``auth_token_env``); the CLI reso
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -154,11 +155,37 @@ class EngineSettings:
     llm: str = "scripted:config/agent/conversation.yml"
 
 
+class StoreBackend(enum.Enum):
+    """Where durable state lives (issue 13): embedded SQLite, or a Redis server shared by nodes."""
+
+    SQLITE = "sqlite"
+    REDIS = "redis"
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
-    """``store``: where durable state (the memory store) lives."""
+    """``store``: where durable state (memory, resumable call state) lives."""
 
+    backend: StoreBackend = StoreBackend.SQLITE
     data_dir: Path = Path("data")
+    redis_url_env: str = "VOICEGATE_REDIS_URL"
+    key_prefix: str = "voicegate"
+    memory_ttl_s: float = 30 * 24 * 3600.0
+    call_ttl_s: float = 3600.0
+    timeout_s: float = 0.5
+    retries: int = 2
+    resume_line: str = "Sorry, we were cut off. Where were we?"
+
+    def __post_init__(self) -> None:
+        if not _ENV_NAME.fullmatch(self.redis_url_env):
+            raise ConfigError(
+                f"redis_url_env must name an environment variable, got {self.redis_url_env!r}"
+            )
+        if not self.key_prefix or ":" in self.key_prefix:
+            raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
+        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True, slots=True)
