@@ -7,11 +7,13 @@ while they load), and ``skills/<id>/`` with ``skill.md``, ``memory.yml``, ``resp
 
 Files are read in the dependency order of contract §9 (integrations, agent, memory,
 responses, skills) and every problem is collected: :func:`inspect_project` returns them all
-(``voicegate validate``), :func:`load_project` raises the first.
+(``voicegate validate``), :func:`load_project` raises the first error. Warnings (forms
+voicegate accepts that the contract no longer documents) never stop a load; they are logged.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,26 +55,48 @@ from voicegate.engine.yamlfile import load_yaml
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 _SKILL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True, slots=True)
 class ProjectReport:
-    """Everything found wrong with a project, and the project when nothing was."""
+    """Everything found wrong with a project (errors and warnings), and the project.
+
+    ``project`` is set when no problem is an error. ``draft`` is the project as far as it
+    could be built despite errors (None when there is no project folder or ``agent.yml``):
+    ``voicegate chat --allow-invalid`` runs it to debug a project that does not validate.
+    """
 
     root: Path
     problems: tuple[Problem, ...]
     project: Project | None
+    draft: Project | None = None
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        """The problems that stop the project from loading."""
+        return tuple(problem for problem in self.problems if problem.is_error)
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """The problems that do not."""
+        return tuple(problem for problem in self.problems if not problem.is_error)
 
 
 def load_project(root: Path) -> Project:
-    """Load the project in folder ``root``; raises the first problem as a ProjectError.
+    """Load the project in folder ``root``; raises the first error as a ProjectError.
 
     (A ``@tool`` declared against the tools reference raises ToolDefinitionError instead.)
+    Warnings are logged and do not stop the load.
     """
     report = inspect_project(root)
     if report.project is None:
-        raise report.problems[0].error(also=len(report.problems) - 1)
+        errors = report.errors
+        raise errors[0].error(also=len(errors) - 1)
+    for warning in report.warnings:
+        log.warning("%s: %s [%s]", warning.location(), warning.message, warning.code)
     return report.project
 
 
@@ -90,8 +114,8 @@ def inspect_project(root: Path) -> ProjectReport:
         )
     else:
         project = _Loader(root, problems).load()
-        if not problems:
-            return ProjectReport(root, (), project)
+        complete = project if not problems.errors else None
+        return ProjectReport(root, tuple(problems.items), complete, project)
     return ProjectReport(root, tuple(problems.items), None)
 
 
