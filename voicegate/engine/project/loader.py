@@ -30,7 +30,10 @@ from voicegate.engine.project.bm25 import Bm25Index
 from voicegate.engine.project.checks import ProjectFacts, SkillChecks, check_button_sources
 from voicegate.engine.project.config_model import Integrations, McpServer
 from voicegate.engine.project.integrations_yml import parse_integrations
-from voicegate.engine.project.memory_writes import check_module_writes
+from voicegate.engine.project.memory_writes import (
+    check_module_writes,
+    check_shared_module_writes,
+)
 from voicegate.engine.project.model import AgentSettings, Project, Skill, ToolOrigin
 from voicegate.engine.project.problems import Problem, Problems
 from voicegate.engine.project.references import (
@@ -289,12 +292,15 @@ class _Loader:
                 for module in loaded.modules:
                     check_module_writes(module.path, schema, [skill_id], self.problems)
         for module in shared.modules:
-            importers: list[str | None] = [
-                skill_id
-                for skill_id, skill in skills.items()
-                if skill_id not in self.unjudged and _imports_from(skill, module.tools)
-            ]
-            check_module_writes(module.path, schema, importers or [None], self.problems)
+            importers = {
+                tool: [
+                    skill_id
+                    for skill_id, skill in skills.items()
+                    if skill_id not in self.unjudged and _imports(skill, tool)
+                ]
+                for tool in module.tools
+            }
+            check_shared_module_writes(module.path, schema, importers, self.problems)
 
     def _references(self, agent: AgentSettings, skill_ids: list[str]) -> ReferenceIndex | None:
         settings = agent.references
@@ -312,9 +318,10 @@ class _Loader:
         return Bm25Index(chunks) if chunks else None
 
 
-def _imports_from(skill: Skill, tools: Mapping[str, Any]) -> bool:
+def _imports(skill: Skill, tool: str) -> bool:
+    """Whether ``skill`` imports the shared tool ``tool`` (as a tool or a post-write hook)."""
     resolved = [*skill.toolset.values(), *skill.hooks.values()]
-    return any(item.origin is ToolOrigin.SHARED and item.name in tools for item in resolved)
+    return any(item.origin is ToolOrigin.SHARED and item.name == tool for item in resolved)
 
 
 def _llm_config(document: Any) -> Mapping[str, Any]:
