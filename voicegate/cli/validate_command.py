@@ -6,7 +6,8 @@ longer documents, such as the inline ``llm:`` form) are printed ``warning: CODE:
 not fail validation unless ``--strict`` is given. With ``--json`` the result is one JSON
 object: ``{"project": ..., "valid": ..., "strict": ..., "problems": [{"code", "message",
 "path", "line", "severity"}], "summary": {...}}``. Paths are shown relative to the current
-directory through the PROJECT argument, so they can be opened as printed. MCP servers are not contacted.
+directory through the PROJECT argument, so they can be opened as printed. MCP servers are
+not contacted.
 """
 
 from __future__ import annotations
