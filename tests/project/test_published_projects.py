@@ -68,9 +68,7 @@ def test_validate_json_gives_each_problem_a_severity(capsys: pytest.CaptureFixtu
     assert main(["validate", "--json", str(PAYEE_DESK)]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["valid"], result["strict"]) == (True, False)
-    assert [(p["code"], p["severity"]) for p in result["problems"]] == [
-        (INLINE_LLM[0], "warning")
-    ]
+    assert [(p["code"], p["severity"]) for p in result["problems"]] == [(INLINE_LLM[0], "warning")]
     assert main(["validate", "--json", "--strict", str(PAYEE_DESK)]) == 1
     assert json.loads(capsys.readouterr().out)["valid"] is False
 

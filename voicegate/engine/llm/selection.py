@@ -32,6 +32,7 @@ from voicegate.errors import ConfigError
 class UnsupportedProviderError(ConfigError):
     """The project selects a provider voicegate cannot call (reported at the first call)."""
 
+
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 #: Hosted providers that serve the OpenAI Chat Completions protocol: name -> (base URL, key
