@@ -261,12 +261,14 @@ class _Loader:
         for skill_id in skill_ids:
             folder = self.root / "skills" / skill_id
             path = str(folder / "skill.md")
-            source = read_skill_md(folder / "skill.md", skill_id, self.problems)
-            source = source or SkillSource(Frontmatter(), SkillBody())
+            read = read_skill_md(folder / "skill.md", skill_id, self.problems)
+            source = read or SkillSource(Frontmatter(), SkillBody())
             imports = source.frontmatter.import_tools
             toolset = resolve_tools(local[skill_id], shared, imports, servers, path, self.problems)
             scope = ReadScope(schema, skill_id, frozenset(self.unjudged))
             SkillChecks(skill_id, path, source, toolset, scope, facts, self.problems).run()
+            if read is None:
+                continue  # reported; left out of a draft (a body-less skill is a container)
             skills[skill_id] = Skill(
                 skill_id,
                 local[skill_id].tools,

@@ -1,0 +1,188 @@
+"""Contract defects of issue 17 fixed in the execution loop: HOOK-CAN-01, BTN-01, BTN-05 and
+number coercion on writes, each on a small project written as a third-party author would."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.loop.loop_kit import (
+    TOOL_HEADER,
+    Chat,
+    buttons,
+    finished,
+    skill_md,
+    started,
+    write_project,
+)
+from voicegate.engine.seam import (
+    ButtonPress,
+    MemorySet,
+    Transcript,
+    TurnEnded,
+    TurnEvent,
+    TurnEventStream,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYEE_DESK = ROOT / "tests" / "project" / "published" / "payee_desk"
+
+HANGING_HOOK = {
+    "skills/budget/skill.md": skill_md("", "Ask for the monthly budget.\n", name="Budget"),
+    "skills/budget/memory.yml": (
+        "schema:\n  public:\n    amount: {type: int, llm_settable: true}\n"
+    ),
+    "skills/budget/tools.py": TOOL_HEADER
+    + (
+        '@tool(description="Check the budget with a slow backend")\n'
+        "async def run_after_setting_amount(context: ToolContext = None) -> ToolResult:\n"
+        "    await asyncio.Event().wait()\n"
+        '    return ToolResult(llm_response={"error": None})\n'
+    ),
+}
+
+
+async def barge_in_after_write(chat: Chat, text: str, field: str) -> list[TurnEvent]:
+    """Run a turn and cancel it as soon as ``field`` was written (its hook then awaits)."""
+    stream = chat.engine.turn("c1", Transcript(text))
+    received: list[TurnEvent] = []
+    written = asyncio.Event()
+
+    async def consume() -> None:
+        async with stream:
+            async for event in stream:
+                received.append(event)
+                if isinstance(event, MemorySet) and event.name == field:
+                    written.set()
+
+    task = asyncio.create_task(consume())
+    await written.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return received + list(stream.undelivered())
+
+
+async def test_hook_can_01_a_cancelled_post_write_hook_rolls_the_write_back(
+    tmp_path: Path,
+) -> None:
+    turns = [
+        {
+            "steps": [
+                {"calls": [{"activate": {"flow_id": "budget"}}]},
+                {"calls": [{"set_fields": {"amount": 500}}]},
+            ]
+        }
+    ]
+    chat = await Chat(write_project(tmp_path, HANGING_HOOK), turns).open()
+    events = await barge_in_after_write(chat, "my budget is 500", "budget.amount")
+    assert events[-1] == TurnEnded("t1", "cancelled")
+    writes = [(e.name, e.value) for e in events if isinstance(e, MemorySet)]
+    assert writes == [("budget.amount", 500), ("budget.amount", None)]  # written, rolled back
+    assert chat.memory("budget.amount") is None
+
+
+async def test_hook_can_01_a_cancelled_hook_behind_a_set_button_rolls_back_too(
+    tmp_path: Path,
+) -> None:
+    turns = [{"calls": [{"activate": {"flow_id": "budget"}}]}, {"say": "Noted."}]
+    chat = await Chat(write_project(tmp_path, HANGING_HOOK), turns).open()
+    await chat.send("budget please")
+    stream = chat.engine.turn("c1", ButtonPress("set:session.budget.amount=40", "40"))
+    task = asyncio.create_task(_drain(stream))
+    while chat.memory("budget.amount") is None:  # the tap wrote; its hook now awaits
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert chat.memory("budget.amount") is None
+
+
+async def _drain(stream: TurnEventStream) -> None:
+    async with stream:
+        async for _ in stream:
+            pass
+
+
+async def test_btn_01_the_model_cannot_call_a_button_source_by_name() -> None:
+    turns = [
+        {
+            "steps": [
+                {"calls": [{"activate": {"flow_id": "send_money"}}]},
+                {"calls": [{"account_buttons": {}}]},
+                {"say": "Which account?"},
+            ]
+        }
+    ]
+    chat = await Chat(PAYEE_DESK, turns).open()
+    events = await chat.send("send money")
+    assert "account_buttons" not in chat.tools(1)  # hidden
+    assert finished(events) == [("account_buttons", "error")]  # and refused when named
+    assert buttons(events) == []  # its set_buttons never ran
+    [result] = chat.results("account_buttons")
+    assert "there is no tool 'account_buttons'" in result["error"]
+
+
+PAYEE_TURN = {
+    "steps": [
+        {
+            "calls": [
+                {"activate": {"flow_id": "send_money"}},
+                {"activate": {"flow_id": "send_money__transfer"}},
+            ]
+        },
+        {
+            "calls": [
+                {"set_fields": {"payee_name": "Alice Smith"}},
+                {"check_payee_exists": {"payee_name": "Alice Smith"}},
+            ]
+        },
+        {"calls": [{"set_fields": {"amount": 50}}]},
+    ]
+}
+
+
+async def test_btn_05_a_root_response_runs_its_button_source_as_the_delivering_skill() -> None:
+    chat = await Chat(PAYEE_DESK, [PAYEE_TURN]).open()
+    events = await chat.send("send fifty dollars to Alice Smith")
+    assert started(events) == ["check_payee_exists"]
+    assert buttons(events) == [["Everyday checking", "Rainy-day savings"]]
+
+
+async def test_set_fields_stores_a_json_integer_in_a_float_field_as_a_float() -> None:
+    chat = await Chat(PAYEE_DESK, [PAYEE_TURN]).open()
+    events = await chat.send("send fifty dollars to Alice Smith")
+    amount = chat.memory("send_money.amount")
+    assert (amount, type(amount)) == (50.0, float)
+    assert MemorySet("t1", "send_money.amount", 50.0) in events
+
+
+NUMBERS = {
+    "memory.yml": "limit:\n  type: float\n  initial_value: 100\n  mutable: true\n",
+    "skills/count/skill.md": skill_md("", "Count things.\n", name="Count"),
+    "skills/count/memory.yml": (
+        "schema:\n  public:\n    items: {type: int}\n    price: {type: float}\n"
+    ),
+    "skills/count/tools.py": TOOL_HEADER
+    + (
+        '@tool(description="Store numbers the way a JSON backend returns them")\n'
+        "async def store(context: ToolContext = None) -> ToolResult:\n"
+        '    context.memory.set("items", 3.0)\n'
+        '    context.memory.set("price", 7)\n'
+        "    return ToolResult()\n"
+    ),
+}
+
+
+async def test_tool_writes_and_initial_values_fit_numbers_to_the_declared_type(
+    tmp_path: Path,
+) -> None:
+    turns = [{"calls": [{"activate": {"flow_id": "count"}}, "store"]}]
+    chat = await Chat(write_project(tmp_path, NUMBERS), turns).open()
+    assert chat.memory("project.limit") == 100.0
+    assert isinstance(chat.memory("project.limit"), float)
+    await chat.send("count")
+    items, price = chat.memory("count.items"), chat.memory("count.price")
+    assert (items, type(items), price, type(price)) == (3, int, 7.0, float)
