@@ -13,6 +13,7 @@ from tests.loop.loop_kit import (
     Chat,
     buttons,
     finished,
+    said,
     skill_md,
     started,
     write_project,
@@ -177,3 +178,71 @@ async def test_tool_writes_and_initial_values_fit_numbers_to_the_declared_type(
     await chat.send("count")
     items, price = chat.memory("count.items"), chat.memory("count.price")
     assert (items, type(items), price, type(price)) == (3, int, 7.0, float)
+
+
+CONFIRMED = """tool_constraints:
+  - submit_order:
+      requires_confirmation:
+        enabled: true
+        utter_for_confirmation: utter_confirm
+      on_success: utter_placed
+"""
+ORDERS = {
+    "skills/orders/skill.md": skill_md(
+        CONFIRMED,
+        "Take the order and submit it with submit_order, or run @block.checkout.\n\n"
+        ":::ordered_block id=checkout\nsteps:\n  - id: submit\n    execute_tool: submit_order\n"
+        "  - id: END\n:::\n",
+        name="Orders",
+    ),
+    "skills/orders/memory.yml": "schema:\n  public:\n    attempts: {type: int}\n",
+    "skills/orders/responses.yml": (
+        "responses:\n"
+        "  utter_confirm:\n    - text: Shall I send it?\n"
+        "  utter_placed:\n    - text: It is sent.\n"
+    ),
+    "skills/orders/tools.py": TOOL_HEADER
+    + (
+        '@tool(description="Submit the order to a backend that hangs the first time")\n'
+        "async def submit_order(context: ToolContext = None) -> ToolResult:\n"
+        '    attempts = (context.memory.get("attempts") or 0) + 1\n'
+        '    context.memory.set("attempts", attempts)\n'
+        "    if attempts == 1:\n"
+        "        await asyncio.Event().wait()\n"
+        '    return ToolResult(llm_response={"sent": True})\n'
+    ),
+}
+APPROVE = {"calls": [{"resolve_tool_confirmation": {"confirmed": True}}]}
+
+
+@pytest.mark.parametrize(
+    "first_turn",
+    [
+        {"calls": [{"activate": {"flow_id": "orders"}}, "submit_order"]},  # the model's call
+        {  # an execute_tool step
+            "calls": [
+                {"activate": {"flow_id": "orders"}},
+                {"activate": {"flow_id": "orders__checkout"}},
+            ]
+        },
+    ],
+    ids=["model-call", "execute-tool-step"],
+)
+async def test_conf_can_an_interrupted_approved_call_awaits_the_callers_answer_again(
+    tmp_path: Path, first_turn: dict[str, object]
+) -> None:
+    turns = [first_turn, APPROVE, {"steps": [APPROVE, {"say": "Anything else?"}]}]
+    chat = await Chat(write_project(tmp_path, ORDERS), turns).open()
+    asked = await chat.send("send my order")
+    assert said(asked) == ["Shall I send it?"]
+    events = await barge_in_after_write(chat, Transcript("yes"), "orders.attempts")
+    assert events[-1] == TurnEnded("t2", "cancelled")
+    pending = chat.session.dialogue.pending
+    assert pending is not None
+    assert pending.tool == "submit_order"  # the approval is not kept, the call is
+    again = await chat.send("yes, go ahead")
+    assert "Shall I send it?" not in said(again)  # not asked again: this answer decides
+    assert started(again) == ["submit_order"]
+    assert "It is sent." in said(again)
+    assert chat.memory("orders.attempts") == 2
+    assert chat.session.dialogue.pending is None
