@@ -145,3 +145,70 @@ async def test_q22_calls_run_in_order_and_the_rest_of_a_batch_waits_once_the_tur
     assert finished(events) == []  # the held call did not run
     assert chat.results("set_fields") == [{"error": "not run: the turn is waiting for the user"}]
     assert chat.memory("trip.destination") is None
+
+
+TRANSFERS = {
+    "skills/pay/skill.md": skill_md(
+        "tool_constraints:\n"
+        "  - send:\n"
+        "      requires: session.pay.ready\n"
+        "      requires_confirmation:\n        enabled: true\n"
+        "        utter_for_confirmation: utter_sure\n"
+        "  - audit:\n      on_failure: utter_audit_failed\n",
+        "Pay the bill with send, or run @block.checks.\n\n"
+        ":::ordered_block id=checks\nsteps:\n"
+        "  - id: audit\n    execute_tool: audit\n"
+        "  - id: after\n    action: utter_after\n"
+        "  - id: END\n:::\n",
+        name="Pay",
+    ),
+    "skills/pay/memory.yml": "schema:\n  public:\n    ready: {type: bool, llm_settable: true}\n",
+    "skills/pay/responses.yml": (
+        "responses:\n"
+        "  utter_sure:\n    - text: Sure to pay?\n"
+        "  utter_audit_failed:\n    - text: The audit failed.\n"
+        "  utter_after:\n    - text: Moving on.\n"
+    ),
+    "skills/pay/tools.py": TOOL_HEADER
+    + (
+        '@tool(description="Pay")\n'
+        "async def send() -> ToolResult:\n"
+        '    return ToolResult(llm_response={"paid": True})\n\n\n'
+        '@tool(description="Audit, against a backend that is down")\n'
+        "async def audit() -> ToolResult:\n"
+        '    raise RuntimeError("backend down")\n'
+    ),
+}
+START_PAY = {"activate": {"flow_id": "pay"}}
+
+
+async def test_q23_requires_is_checked_again_when_the_approved_call_finally_runs(
+    tmp_path: Path,
+) -> None:
+    turns = [
+        {"calls": [START_PAY, {"set_fields": {"ready": True}}, "send"]},
+        {
+            "steps": [
+                {"calls": [{"set_fields": {"ready": False}}]},
+                {"calls": [{"resolve_tool_confirmation": {"confirmed": True}}]},
+                {"say": "It cannot go through now."},
+            ]
+        },
+    ]
+    chat = await Chat(write_project(tmp_path, TRANSFERS), turns).open()
+    assert said(await chat.send("pay it")) == ["Sure to pay?"]
+    answered = await chat.send("yes, but wait, not ready")
+    assert started(answered) == []
+    assert chat.results("resolve_tool_confirmation") == [
+        {"error": "'send' may no longer be called; nothing was done"}
+    ]
+
+
+async def test_q20_an_execute_tool_step_whose_tool_raises_fails_and_the_block_goes_on(
+    tmp_path: Path,
+) -> None:
+    turns = [{"calls": [START_PAY, {"activate": {"flow_id": "pay__checks"}}]}]
+    chat = await Chat(write_project(tmp_path, TRANSFERS), turns).open()
+    events = await chat.send("run the checks")
+    assert finished(events) == [("audit", "error")]
+    assert said(events)[:2] == ["The audit failed.", "Moving on."]  # on_failure, next step
