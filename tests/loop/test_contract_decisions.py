@@ -212,3 +212,10 @@ async def test_q20_an_execute_tool_step_whose_tool_raises_fails_and_the_block_go
     events = await chat.send("run the checks")
     assert finished(events) == [("audit", "error")]
     assert said(events)[:2] == ["The audit failed.", "Moving on."]  # on_failure, next step
+
+
+async def test_activate_reads_the_319_argument_name_target_id(tmp_path: Path) -> None:
+    chat = await helpdesk(tmp_path, {"steps": [{"calls": [{"activate": {"target_id": "trip"}}]}]})
+    await chat.send("plan a trip")
+    assert chat.stack == ["trip"]
+    assert chat.results("activate") == [{"activated": "trip"}]
