@@ -36,6 +36,7 @@ from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.store import InMemoryStore, MemoryStore
 from voicegate.engine.project.loader import inspect_project
 from voicegate.engine.project.model import Project
+from voicegate.engine.project.problems import Problem
 from voicegate.engine.seam import (
     ButtonPress,
     CallInfo,
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         printer = _Printer(sys.stdout, args.json)
         llm = _llm_factory(args.llm, project)
-        engine = ProjectEngine(project, _shown(llm, printer, show), store)
+        engine = ProjectEngine(project, _shown(llm, printer, show) if show else llm, store)
         printer.engine = engine if show else None  # framework calls come with any --show
         call = CallInfo(CALL_ID, conversation_id=args.conversation or uuid.uuid4().hex)
         asyncio.run(_chat(engine, call, sys.stdin, printer))
@@ -152,14 +153,13 @@ def load_for_chat(root: Path, allow_invalid: bool, err: TextIO) -> Project:
     return report.draft
 
 
-def _described(problem: Any, root: Path) -> str:
+def _described(problem: Problem, root: Path) -> str:
     """``path:line: message [code]`` of a problem, the path relative to the project."""
     return f"{problem.location(root)}: {problem.message} [{problem.code}]"
 
 
 def _shown(llm: LLMFactory, printer: _Printer, show: frozenset[str]) -> LLMFactory:
-    """``llm`` with every request first printed as the ``--show`` events (none: the turn
-    events so far are still printed first, which keeps framework calls in order)."""
+    """``llm`` with every request first printed as the ``--show`` events."""
 
     def factory(call_id: str) -> LLMPort:
         return _ShownLLM(llm(call_id), printer, show)
