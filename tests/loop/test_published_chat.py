@@ -159,3 +159,30 @@ def test_a_provider_voicegate_cannot_call_fails_at_the_first_model_call(
     assert ended["reason"] == "error"
     assert "provider 'anthropic' is not supported" in ended["detail"]
     assert "--llm scripted:FILE or rules" in ended["detail"]
+
+
+CLINIC_DESK = ROOT / "tests" / "project" / "published" / "clinic_desk"
+CLINIC_SCRIPT = Path(__file__).resolve().parent / "published" / "clinic_desk_booking.yml"
+
+
+def test_a_shared_post_write_hook_and_helper_class_run_as_the_importing_skill(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, events, err = chat(
+        monkeypatch,
+        capsys,
+        CLINIC_DESK,
+        f"--llm=scripted:{CLINIC_SCRIPT}",
+        "--show=framework",
+        stdin="book a visit on Saturday\nMonday then\n",
+    )
+    assert code == 0
+    assert "beside model_group" in err
+    set_calls = [e["result"] for e in named(events, "framework_call") if e["name"] == "set_fields"]
+    assert set_calls[0]["errors"] == {"visit_date": "the clinic is closed at weekends"}
+    assert set_calls[1] == {"set": ["visit_date"]}
+    said = [e["text"] for e in named(events, "say")]
+    assert "You are booked: V-dr_lee-2026-12-07, on Monday." in said
+    memory = [(e["name"], e["value"]) for e in named(events, "memory_set")]
+    assert ("project.visits_booked", 1) in memory
+    assert memory.count(("book_visit.visit_date", None)) == 1  # the Saturday was rolled back

@@ -16,6 +16,7 @@ import pytest
 
 from tests.project.project_kit import problems
 from voicegate.cli.main import main
+from voicegate.cli.wiring import openai_model
 from voicegate.engine.project.loader import inspect_project, load_project
 
 PUBLISHED = Path(__file__).resolve().parent / "published"
@@ -174,3 +175,38 @@ def test_findings_inside_a_block_scalar_response_text_point_at_their_line(
     assert problems(root)[1:] == [
         ("mantle.validation.response.unreadable_memory", "skills/send_money/responses.yml", 5)
     ]
+
+
+CLINIC_DESK = PUBLISHED / "clinic_desk"
+
+
+def test_settings_beside_model_group_load_with_a_warning_and_reach_the_model() -> None:
+    report = inspect_project(CLINIC_DESK)
+    assert report.errors == ()
+    [warning] = report.warnings
+    assert (warning.code, warning.line) == ("config.integrations.inline_llm", 3)
+    settings, key = openai_model("", load_project(CLINIC_DESK), {"GROQ_API_KEY": "gsk"})
+    assert (settings.model, settings.base_url, key) == (
+        "llama-3.1-8b-instant",
+        "https://api.groq.com/openai/v1",
+        "gsk",
+    )
+    assert settings.options == {"temperature": 0.3}
+
+
+def test_a_shared_hook_and_a_helper_class_are_judged_under_their_importers_only(
+    tmp_path: Path,
+) -> None:
+    # book_visit's writes go through Calendar.book; the hook writes weekday: both only
+    # under book_visit, the one skill importing them.
+    root = tmp_path / "clinic_desk"
+    shutil.copytree(CLINIC_DESK, root)
+    assert [p.code for p in inspect_project(root).errors] == []
+    replace_in(root, "skills/find_doctor/skill.md", "  - list_doctors\n", "  - book_visit\n")
+    [error] = inspect_project(root).errors
+    assert (error.code, Path(error.path).name, error.line) == (
+        "undeclared_memory_write",
+        "scheduling.py",
+        20,  # in Calendar.book, reached from the book_visit tool
+    )
+    assert "writing as skill 'find_doctor'" in error.message

@@ -22,8 +22,10 @@ from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.memory.fields import MemoryField
 from voicegate.engine.memory.schema import FieldRef
 from voicegate.engine.tools.buttons import Button
+from voicegate.engine.tools.catalog import BoundTool
 from voicegate.engine.tools.context import ButtonCollector
 from voicegate.engine.tools.invoke import ToolOutcome, invoke_tool
+from voicegate.engine.tools.reserved import hook_name
 from voicegate.errors import EngineError, MemoryWriteError
 
 
@@ -44,7 +46,7 @@ class PostWriteHooks:
         previous = self._session.memory.value(ref)
         writer = self._session.tool_context(self._channel, skill_id).memory
         writer.set(ref.qualified, value)
-        hook = self._session.catalog.hook(skill_id, entry)
+        hook = self._hook(skill_id, entry)
         if hook is None or self._in_hook:
             return None  # writes made inside a hook do not re-trigger hooks
         self._in_hook = True
@@ -68,6 +70,16 @@ class PostWriteHooks:
         if error is not None:
             self._roll_back(ref, previous, declared)
         return error
+
+    def _hook(self, skill_id: str, entry: str) -> BoundTool | None:
+        """The skill's ``run_after_setting_<entry>``: its own, else one it imports from the
+        shared ``tools/`` (skill.md reference: hooks may be local or imported)."""
+        found = self._session.catalog.hook(skill_id, entry)
+        skill = self._session.project.skills.get(skill_id)
+        if found is not None or skill is None:
+            return found
+        imported = skill.hooks.get(hook_name(entry))
+        return BoundTool(imported.tool, skill_id) if imported and imported.tool else None
 
     def _roll_back(self, ref: FieldRef, previous: Any, declared: MemoryField) -> None:
         """Restore the value a hook's field held before the write that triggered it."""
