@@ -186,3 +186,28 @@ def test_a_shared_post_write_hook_and_helper_class_run_as_the_importing_skill(
     memory = [(e["name"], e["value"]) for e in named(events, "memory_set")]
     assert ("project.visits_booked", 1) in memory
     assert memory.count(("book_visit.visit_date", None)) == 1  # the Saturday was rolled back
+
+
+STUCK_BANK = ROOT / "fixtures" / "projects" / "stuck_bank"
+
+
+def test_a_tool_that_blocks_its_thread_fails_its_turn_at_tool_timeout_in_chat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "stuck_bank"
+    shutil.copytree(STUCK_BANK, root)  # the tool leaves marker files next to the project
+    script = tmp_path / "script.yml"
+    script.write_text(
+        "turns:\n  - steps:\n      - calls:\n          - activate: {flow_id: check_balance}\n"
+        "          - check_balance: {account_id: A-17, block_ms: 4000, announce: false}\n"
+        "      - say: The lookup failed.\n"
+    )
+    code, events, _ = chat(
+        monkeypatch, capsys, root, f"--llm=scripted:{script}", stdin="my balance?\n"
+    )
+    assert code == 0
+    [finished] = named(events, "tool_finished")
+    assert finished["outcome"] == "timeout"  # tool_timeout: 2 in its agent.yml
+    assert "tool 'check_balance' timed out" in finished["result"]["error"]
+    assert [e["reason"] for e in named(events, "turn_ended")] == ["completed"]
+    assert "The lookup failed." in [e["text"] for e in named(events, "say")]

@@ -50,6 +50,7 @@ from voicegate.engine.seam import (
     UserInput,
     event_record,
 )
+from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import ConfigError, VoicegateError
 
@@ -104,14 +105,19 @@ def run(args: argparse.Namespace) -> int:
     show = parse_show(args.show)
     project = load_for_chat(args.project, args.allow_invalid, sys.stderr)
     store = _store(args.memory, args.data_dir)
+    # Tools run on tool loop threads as under serve (docs/architecture.md), so a published
+    # tool that blocks fails its turn at tool_timeout instead of freezing the chat.
+    tool_loops = ToolLoops()
     try:
         printer = _Printer(sys.stdout, args.json)
         llm = _llm_factory(args.llm, project)
-        engine = ProjectEngine(project, _shown(llm, printer, show) if show else llm, store)
+        model = _shown(llm, printer, show) if show else llm
+        engine = ProjectEngine(project, model, store, tool_loops=tool_loops)
         printer.engine = engine if show else None  # framework calls come with any --show
         call = CallInfo(CALL_ID, conversation_id=args.conversation or uuid.uuid4().hex)
         asyncio.run(_chat(engine, call, sys.stdin, printer))
     finally:
+        tool_loops.close()
         store.close()
     return 0
 
