@@ -4,6 +4,7 @@ number coercion on writes, each on a small project written as a third-party auth
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from tests.loop.loop_kit import (
     started,
     write_project,
 )
+from voicegate.engine.loop.engine import ProjectEngine
+from voicegate.engine.memory.store import InMemoryStore
 from voicegate.engine.seam import (
     ButtonPress,
     MemorySet,
@@ -26,6 +29,7 @@ from voicegate.engine.seam import (
     TurnEvent,
     UserInput,
 )
+from voicegate.engine.tools.isolation import ToolLoops
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYEE_DESK = ROOT / "tests" / "project" / "published" / "payee_desk"
@@ -66,8 +70,19 @@ async def barge_in_after_write(chat: Chat, user: UserInput, field: str) -> list[
     return received + list(stream.undelivered())
 
 
+@pytest.fixture(params=["engine-loop", "tool-loop-thread"])
+def isolated(request: pytest.FixtureRequest) -> Iterator[ToolLoops | None]:
+    """Hooks run on the caller's loop, or on a tool loop thread as under serve and chat."""
+    if request.param == "engine-loop":
+        yield None
+        return
+    loops = ToolLoops()
+    yield loops
+    loops.close()
+
+
 async def test_hook_can_01_a_cancelled_post_write_hook_rolls_the_write_back(
-    tmp_path: Path,
+    tmp_path: Path, isolated: ToolLoops | None
 ) -> None:
     turns = [
         {
@@ -77,7 +92,12 @@ async def test_hook_can_01_a_cancelled_post_write_hook_rolls_the_write_back(
             ]
         }
     ]
-    chat = await Chat(write_project(tmp_path, HANGING_HOOK), turns).open()
+    chat = Chat(write_project(tmp_path, HANGING_HOOK), turns)
+    if isolated is not None:
+        chat.engine = ProjectEngine(
+            chat.project, lambda call_id: chat.model, InMemoryStore(), tool_loops=isolated
+        )
+    await chat.open()
     events = await barge_in_after_write(chat, Transcript("my budget is 500"), "budget.amount")
     assert events[-1] == TurnEnded("t1", "cancelled")
     writes = [(e.name, e.value) for e in events if isinstance(e, MemorySet)]
