@@ -2,8 +2,10 @@
 
 ``published/payee_desk`` uses the 3.19 inline ``llm:`` form, one shared tools module imported
 piecemeal by several skills, a root ``responses.yml`` naming a button source and ordered-block
-instructions written as YAML block scalars. Variants copied into a temporary folder each break
-one thing and check where the finding points.
+instructions written as YAML block scalars. ``published/clinic_desk`` selects a model group
+with settings beside it and shares a post-write hook and a helper class in one module.
+Variants copied into a temporary folder each break one thing and check where the finding
+points.
 """
 
 from __future__ import annotations
