@@ -27,7 +27,12 @@ from voicegate.engine.llm.port import LLMFactory, LLMPort
 from voicegate.engine.llm.rules import rules_factory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
-from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
+from voicegate.engine.llm.selection import (
+    ChatModelSettings,
+    UnsupportedProviderError,
+    select_chat_model,
+)
+from voicegate.engine.llm.unavailable import unavailable_factory
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
@@ -76,7 +81,11 @@ def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFac
     if kind == "rules" and not argument:
         return rules_factory(project)  # the offline orchestrator (docs/rules-llm.md)
     if kind == "openai":
-        settings, api_key = openai_model(argument, project, environ)
+        try:
+            settings, api_key = openai_model(argument, project, environ)
+        except UnsupportedProviderError as error:
+            # Fail at the first model call, not at load (issue 17): the project still loads.
+            return unavailable_factory(str(error))
 
         def chat(call_id: str) -> LLMPort:
             return OpenAIChatLLM(settings, api_key)
@@ -99,15 +108,12 @@ def openai_model(
     """
     model, base_url = split_model_spec(argument)
     try:
-        if project.integrations.llm or not model:
-            settings = select_chat_model(project.integrations)
-        else:
-            settings = ChatModelSettings(model)
+        settings = _selected_model(project, model)
         settings = replace(
             settings, model=model or settings.model, base_url=base_url or settings.base_url
         )
     except ConfigError as error:
-        raise ConfigError(f"engine.llm: {error}") from None
+        raise type(error)(f"engine.llm: {error}") from None  # keeps UnsupportedProviderError
     api_key = environ.get(settings.api_key_env, "") if settings.api_key_env else ""
     if settings.api_key_env and not api_key and not base_url:
         raise ConfigError(
@@ -115,6 +121,19 @@ def openai_model(
             f"{settings.api_key_env}, which is unset"
         )
     return settings, api_key
+
+
+def _selected_model(project: Project, model: str) -> ChatModelSettings:
+    """The project's selection; a MODEL named on the command line replaces an unsupported one
+    (or a missing one) with that model on OpenAI's API."""
+    if not project.integrations.llm and model:
+        return ChatModelSettings(model)
+    try:
+        return select_chat_model(project.integrations)
+    except UnsupportedProviderError:
+        if model:
+            return ChatModelSettings(model)
+        raise
 
 
 def split_model_spec(argument: str) -> tuple[str, str]:
