@@ -72,6 +72,10 @@ async def serve(
             "serve",
             "--config",
             str(config),
+            # One process per node, so SIGKILL takes the whole node down (with several
+            # workers, the supervisor's death lets its workers drain their calls).
+            "--workers",
+            "1",
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
             env=env,
