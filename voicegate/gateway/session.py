@@ -159,15 +159,14 @@ class CallSession:
     async def _start(self, started: CallStarted) -> None:
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
-        # Building the VAD loads an ONNX model (~60 ms of C code that releases the GIL): off
-        # the event loop, so a call starting never stalls the audio of calls in progress.
-        self._media = await asyncio.to_thread(self._services.media.open, started.audio_format, wire)
+        # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
+        self._media = self._services.media.open(started.audio_format, wire)
         self._playout = Playout(
             bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=self._settings.send_ahead_ms,
         )
-        self._stt = self._services.stt.open(self._services.media.sample_rate)
+        self._stt = self._services.stt.open(self._media.sample_rate)
         await self._send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
