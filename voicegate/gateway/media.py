@@ -25,7 +25,7 @@ from voicegate.audio.g711 import (
     ulaw_bytes_to_samples,
 )
 from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
-from voicegate.audio.resample import StreamResampler, resample_all
+from voicegate.audio.resample import StreamResampler, convert
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 from voicegate.vad.detector import Detector, build_scorer
 from voicegate.vad.machine import SpeechStarted
@@ -109,7 +109,7 @@ class CallMedia:
             return b""
         samples = np.concatenate(chunks)
         if sample_rate != self._out.sample_rate:
-            samples = resample_all(samples, sample_rate, self._out.sample_rate)
+            samples = convert(samples, sample_rate, self._out.sample_rate)
         return encode(samples, self._out.encoding)
 
 

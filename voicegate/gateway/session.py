@@ -65,6 +65,8 @@ class SessionSettings:
     #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
     apology: str = "Sorry, I am having trouble speaking right now. Please try again."
     send_ahead_ms: int = 100
+    #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
+    chunk_ms: int = 40
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
 
 
@@ -165,6 +167,7 @@ class CallSession:
             bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=self._settings.send_ahead_ms,
+            chunk_ms=self._settings.chunk_ms,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         await self._send(AcceptCall())
@@ -183,7 +186,8 @@ class CallSession:
             self._stt.push(frame, self._now_ms)
             for voice in self._media.detect(frame):
                 await self._on_voice(voice)
-            await self._apply(bargein.Tick(self._now_ms))
+            if bargein.needs_tick(self._state):
+                await self._apply(bargein.Tick(self._now_ms))
             await self._release()
 
     async def _on_voice(self, voice: VoiceEvent) -> None:
@@ -356,9 +360,13 @@ class CallSession:
     async def _release(self) -> None:
         assert self._playout is not None
         commands, news = self._playout.release(self._now_ms)
-        await self._send_all(commands)
-        await self._on_playout_news(news)
-        await self._publish_timeline()
+        # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
+        if commands:
+            await self._send_all(commands)
+        if news.started or news.drained:
+            await self._on_playout_news(news)
+        if self._unpublished:
+            await self._publish_timeline()
 
     async def _publish_timeline(self) -> None:
         """Tell the peer what happened since the last release (the browser page draws it).
