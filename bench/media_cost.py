@@ -32,6 +32,7 @@ import asyncio
 import base64
 import gc
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -402,6 +403,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--starts", type=int, default=20)
     args = parser.parse_args()
+    os.chdir(ROOT)  # the config's paths (project, caller lines) are relative to the repository
     settings = load_settings(CONFIG)
     with tempfile.TemporaryDirectory() as data:
         settings = replace(settings, store=replace(settings.store, data_dir=Path(data)))
