@@ -37,6 +37,9 @@ from voicegate.vad.settings import VadSettings, frames_for
 from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.webrtc import WebrtcScorer
 
+#: The evidence of a closed-gate frame (most frames of a call): one shared, frozen instance.
+_CLOSED = FrameEvidence(0.0)
+
 
 class SpeechGate(Protocol):
     """The cheap per-frame speech test in front of Silero (webrtcvad in production)."""
@@ -89,7 +92,7 @@ class CombinedScorer:
         rises = self._floor.rises(level_dbfs(frame), self._rise_db)
         if not (speechlike or rises):
             self._hold(frame)
-            return FrameEvidence(0.0)
+            return _CLOSED
         return FrameEvidence(self._confirm(frame), sound=speechlike and rises)
 
     def _hold(self, frame: Frame) -> None:

