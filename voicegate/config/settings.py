@@ -73,7 +73,7 @@ def _check_public_url(url: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class AudioSettings:
-    """``audio``: the rate every call is resampled to for VAD and speech recognition."""
+    """``audio``: the widest rate calls are resampled to for VAD and speech recognition."""
 
     session_sample_rate: int = 16000
 

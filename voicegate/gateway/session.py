@@ -65,6 +65,8 @@ class SessionSettings:
     #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
     apology: str = "Sorry, I am having trouble speaking right now. Please try again."
     send_ahead_ms: int = 100
+    #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
+    chunk_ms: int = 40
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
 
 
@@ -159,15 +161,15 @@ class CallSession:
     async def _start(self, started: CallStarted) -> None:
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
-        # Building the VAD loads an ONNX model (~60 ms of C code that releases the GIL): off
-        # the event loop, so a call starting never stalls the audio of calls in progress.
-        self._media = await asyncio.to_thread(self._services.media.open, started.audio_format, wire)
+        # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
+        self._media = self._services.media.open(started.audio_format, wire)
         self._playout = Playout(
             bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=self._settings.send_ahead_ms,
+            chunk_ms=self._settings.chunk_ms,
         )
-        self._stt = self._services.stt.open(self._services.media.sample_rate)
+        self._stt = self._services.stt.open(self._media.sample_rate)
         await self._send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
@@ -184,7 +186,8 @@ class CallSession:
             self._stt.push(frame, self._now_ms)
             for voice in self._media.detect(frame):
                 await self._on_voice(voice)
-            await self._apply(bargein.Tick(self._now_ms))
+            if bargein.needs_tick(self._state):
+                await self._apply(bargein.Tick(self._now_ms))
             await self._release()
 
     async def _on_voice(self, voice: VoiceEvent) -> None:
@@ -360,9 +363,13 @@ class CallSession:
     async def _release(self) -> None:
         assert self._playout is not None
         commands, news = self._playout.release(self._now_ms)
-        await self._send_all(commands)
-        await self._on_playout_news(news)
-        await self._publish_timeline()
+        # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
+        if commands:
+            await self._send_all(commands)
+        if news.started or news.drained:
+            await self._on_playout_news(news)
+        if self._unpublished:
+            await self._publish_timeline()
 
     async def _publish_timeline(self) -> None:
         """Tell the peer what happened since the last release (the browser page draws it).
