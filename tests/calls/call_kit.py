@@ -6,7 +6,7 @@ import json
 import shutil
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.gateway.lifecycle import Gateway
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
@@ -27,6 +28,8 @@ from voicegate.speech.ports import TextToSpeech
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "fixtures" / "audio"
 SLOW_BANK = ROOT / "fixtures" / "projects" / "slow_bank"
+#: The call tests drive callers at twice real time, within these limits.
+FAST_REPLAY_LIMITS = Limits(media_max_speed=4.0)
 
 
 def recording(relative: str) -> Any:
@@ -78,6 +81,8 @@ async def gateway_for(
     conversation: str = "conversation.yml",
     settings: SessionSettings | None = None,
     tts: TextToSpeech | None = None,
+    limits: Limits = FAST_REPLAY_LIMITS,
+    options: GatewayOptions | None = None,
 ) -> AsyncIterator[CallWorld]:
     """A real gateway on a free loopback port running ``project`` with a scripted model."""
     copy = tmp_path / "project"
@@ -91,8 +96,11 @@ async def gateway_for(
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
         media=MediaFactory(),
     )
-    runner = SessionRunner(services, settings or SessionSettings())
-    options = GatewayOptions(port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions())
+    runner = SessionRunner(services, replace(settings or SessionSettings(), limits=limits))
+    options = options or GatewayOptions(
+        port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions()
+    )
+    options = replace(options, limits=limits)
     async with Gateway(runner, options) as gateway:
         url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
         yield CallWorld(copy, runner, engine, store, url)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
@@ -168,6 +169,7 @@ class Settings:
     speech: SpeechSettings = field(default_factory=SpeechSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    limits: Limits = field(default_factory=Limits)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
@@ -185,6 +187,7 @@ class Settings:
             public_url=self.server.public_url,
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
+            limits=self.limits,
             twilio=TwilioOptions(
                 parameters=twilio.parameters,
                 webhook_fields=twilio.webhook_fields,

@@ -18,10 +18,12 @@ from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
+    CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
     CallRunner,
+    Refusal,
     Transport,
+    close_code_for,
 )
 
 log = logging.getLogger(__name__)
@@ -37,14 +39,6 @@ class Admission(enum.Enum):
     STARTING = "starting"  # listening, not ready yet (e.g. warming up models)
     OPEN = "open"
     DRAINING = "draining"  # shutting down: running calls may finish, new ones are refused
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a new call is not taken, as the WebSocket close it gets."""
-
-    code: int
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +67,8 @@ class ActiveCall:
     dialect: str
     transport: Transport
     task: asyncio.Task[None] | None = None
+    # Set at the peer's `start`, when the call takes a slot (issue 15: not at the upgrade).
+    provider_call_id: str | None = None
     # Until something decides otherwise, an unfinished call was cancelled from outside.
     close_code: int = CLOSE_GOING_AWAY
     close_reason: str = "call cancelled"
@@ -86,14 +82,21 @@ class ActiveCall:
 
 
 class CallRegistry:
-    """Active calls by id, admitted up to ``capacity`` while the gateway is open."""
+    """Active calls by id, admitted up to ``capacity`` while the gateway is open.
 
-    def __init__(self, capacity: int) -> None:
+    A connection is registered at its upgrade (at most ``waiting`` of them before their
+    `start`) and takes one of the ``capacity`` call slots only at `start`, keyed by the
+    provider's call id so a second live stream of the same call is refused.
+    """
+
+    def __init__(self, capacity: int, waiting: int | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self._capacity = capacity
+        self._waiting = capacity if waiting is None else waiting
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
+        self._live: dict[str, ActiveCall] = {}  # started calls by provider call id
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -119,7 +122,7 @@ class CallRegistry:
                 return Refusal(CLOSE_TRY_AGAIN_LATER, "the gateway is starting, try again")
             case Admission.DRAINING:
                 return Refusal(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
-        if len(self._calls) >= self._capacity:
+        if len(self._live) >= self._capacity:
             return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._capacity} calls)")
         return None
 
@@ -127,13 +130,15 @@ class CallRegistry:
         """Ready means a new call would be admitted."""
         refusal = self.refusal()
         reason = "ready" if refusal is None else refusal.reason
-        return Readiness(refusal is None, reason, len(self._calls), self._capacity)
+        return Readiness(refusal is None, reason, len(self._live), self._capacity)
 
     def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
-        """Register a new call, or say why not (checked and registered in one step)."""
+        """Register a new connection, or say why not (checked and registered in one step)."""
         refusal = self.refusal()
         if refusal is not None:
             return refusal
+        if len(self._calls) - len(self._live) >= self._waiting:
+            return Refusal(CLOSE_TRY_AGAIN_LATER, f"{self._waiting} connections await start")
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
         call = ActiveCall(call_id, dialect, transport)
@@ -141,9 +146,27 @@ class CallRegistry:
         self._idle.clear()
         return call
 
+    def start(self, call: ActiveCall, provider_call_id: str) -> Refusal | None:
+        """Give ``call`` a slot at its `start`, unless full or that provider call is live."""
+        if provider_call_id in self._live:
+            # Refused without touching the live stream (issue 15 #1).
+            return Refusal(CLOSE_POLICY_VIOLATION, "a stream for this call id is already live")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
+        call.provider_call_id = provider_call_id
+        self._live[provider_call_id] = call
+        return None
+
+    def gate(self, call: ActiveCall) -> RegistryGate:
+        """The session's handle on ``call``'s admission."""
+        return RegistryGate(self, call)
+
     def release(self, call: ActiveCall) -> None:
         """Forget a call whose handler has finished."""
         self._calls.pop(call.call_id, None)
+        if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
+            del self._live[call.provider_call_id]
         if not self._calls:
             self._idle.set()
 
@@ -179,6 +202,23 @@ class CallRegistry:
         return self._idle.is_set()
 
 
+@dataclass(frozen=True, slots=True)
+class RegistryGate:
+    """One connection's admission, as the session sees it (transport.CallGate)."""
+
+    registry: CallRegistry
+    call: ActiveCall
+
+    @property
+    def call_id(self) -> str:
+        """The gateway's own id for the connection."""
+        return self.call.call_id
+
+    def started(self, provider_call_id: str) -> Refusal | None:
+        """Take a call slot at `start`, or say why not."""
+        return self.registry.start(self.call, provider_call_id)
+
+
 async def _close_going_away(call: ActiveCall) -> None:
     """Tell the peer why, then cancel the runner (its ``finally`` blocks still run)."""
     call.decide(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
@@ -187,24 +227,25 @@ async def _close_going_away(call: ActiveCall) -> None:
         call.task.cancel()
 
 
-async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: RegistryGate) -> None:
     """Run one call to its end in a task it owns, then close its socket with the outcome."""
     try:
         async with asyncio.TaskGroup() as group:
-            call.task = group.create_task(_guarded(call, runner, codec), name=call.call_id)
+            task = _guarded(call, runner, codec, gate)
+            call.task = group.create_task(task, name=call.call_id)
     finally:
         await call.transport.close(call.close_code, call.close_reason)
 
 
-async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: RegistryGate) -> None:
     """Turn whatever escapes the runner into this call's close code; never into another's."""
     try:
-        await runner(call.transport, codec)
+        await runner(call.transport, codec, gate)
     except Exception as error:
         protocol_error = _as_protocol_error(error)
         if protocol_error is not None:
             log.warning("call %s: protocol error: %s", call.call_id, protocol_error)
-            call.decide(CLOSE_PROTOCOL_ERROR, str(protocol_error))
+            call.decide(close_code_for(protocol_error), str(protocol_error))
         else:
             log.exception("call %s crashed", call.call_id)
             call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")

@@ -35,7 +35,7 @@ class Gateway:
 
     def __init__(self, runner: CallRunner, options: GatewayOptions) -> None:
         self.options = options
-        self.calls = CallRegistry(options.capacity)
+        self.calls = CallRegistry(options.capacity, options.limits.max_waiting_for_start)
         self.app = build_app(runner, options, self.calls)
         self._app_runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -56,7 +56,13 @@ class Gateway:
 
     async def start(self) -> None:
         """Listen; calls are refused as "starting" until :meth:`open`."""
-        app_runner = web.AppRunner(self.app, shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S)
+        # keepalive_timeout also closes silent sockets and half-sent headers (issue 15 #4):
+        # aiohttp arms it at connect and drops the connection if no request has completed.
+        app_runner = web.AppRunner(
+            self.app,
+            shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S,
+            keepalive_timeout=self.options.limits.http_idle_timeout_s,
+        )
         await app_runner.setup()
         site = web.TCPSite(app_runner, self.options.host, self.options.port)
         try:

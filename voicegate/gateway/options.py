@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.errors import ConfigError
+from voicegate.gateway.limits import Limits
 
 #: Webhook form fields forwarded by default as TwiML ``<Parameter>`` (they reach the session as
 #: ``customParameters`` of Twilio's ``start`` message, providers.md §b.1).
@@ -57,5 +58,6 @@ class GatewayOptions:
     public_url: str | None = None
     capacity: int = 100
     shutdown_deadline_s: float = 30.0
+    limits: Limits = field(default_factory=Limits)
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)

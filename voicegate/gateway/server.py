@@ -25,9 +25,9 @@ from pathlib import Path
 from aiohttp import web
 
 from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
-from voicegate.gateway.calls import CallRegistry, Refusal, run_call
+from voicegate.gateway.calls import CallRegistry, run_call
 from voicegate.gateway.options import GatewayOptions
-from voicegate.gateway.transport import CallRunner, Transport
+from voicegate.gateway.transport import CallRunner, Refusal, Transport
 from voicegate.gateway.twiml import (
     connect_stream_twiml,
     external_base,
@@ -35,7 +35,7 @@ from voicegate.gateway.twiml import (
     stream_parameters,
     websocket_url,
 )
-from voicegate.gateway.websocket import WebSocketTransport
+from voicegate.gateway.websocket import GatewayWebSocket, WebSocketTransport
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,6 @@ PAGE_TYPES = {
 }
 #: How long closing a socket waits for the peer's close frame before dropping the connection.
 CLOSE_TIMEOUT_S = 5.0
-#: aiohttp's own frame limit, above every codec's message limit (the codecs say what is wrong).
-MAX_FRAME_BYTES = 1024 * 1024
 
 
 def new_call_id(dialect: str) -> str:
@@ -159,7 +157,10 @@ class _Routes:
 
     async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
         """A Twilio Media Streams call."""
-        return await self._media_call(request, "twilio", lambda call_id: TwilioCodec())
+        size = self._options.limits.max_twilio_message_bytes
+        return await self._media_call(
+            request, "twilio", lambda call_id: TwilioCodec(max_message_bytes=size)
+        )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
@@ -174,8 +175,14 @@ class _Routes:
         self, request: web.Request, dialect: str, codec_for: Callable[[str], Codec]
     ) -> web.StreamResponse:
         """Upgrade, admit or refuse, run the call to its end, close the socket."""
-        socket = web.WebSocketResponse(
-            timeout=CLOSE_TIMEOUT_S, compress=False, max_msg_size=MAX_FRAME_BYTES
+        limits = self._options.limits
+        # The frame limit sits above every codec's message limit (the codecs say what is
+        # wrong); the heartbeat drops half-open peers (issue 15 #4).
+        socket = GatewayWebSocket(
+            timeout=CLOSE_TIMEOUT_S,
+            compress=False,
+            max_msg_size=limits.max_frame_bytes,
+            heartbeat=limits.heartbeat_s,
         )
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
@@ -193,9 +200,9 @@ class _Routes:
             log.info("call %s refused: %s", call_id, admitted.reason)
             await refuse(transport, codec, admitted)
             return socket
-        log.info("call %s started", call_id)
+        log.info("call %s connected", call_id)
         try:
-            await run_call(admitted, self._runner, codec)
+            await run_call(admitted, self._runner, codec, self._calls.gate(admitted))
         finally:
             self._calls.release(admitted)
         log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)

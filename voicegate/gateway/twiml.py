@@ -101,7 +101,11 @@ def signature_valid(
     Twilio may sign the URL with or without the scheme's default port (its own validators
     accept both), so both spellings are tried.
     """
-    given = signature.encode("utf-8")
+    if not signature.isascii():
+        # A real signature is base64. aiohttp decodes header bytes with surrogateescape, so
+        # other text may not even encode (issue 15 #3: that was a 500, now a mismatch).
+        return False
+    given = signature.encode("ascii")
     return any(
         hmac.compare_digest(twilio_signature(auth_token, candidate, form).encode("ascii"), given)
         for candidate in _port_spellings(url)
