@@ -63,6 +63,7 @@ class CallWorld:
     engine: ProjectEngine
     store: SqliteMemoryStore
     url: str
+    gateway: Gateway
 
     def tool_record(self) -> list[dict[str, Any]]:
         """What the project's tool wrote about itself."""
@@ -103,7 +104,7 @@ async def gateway_for(
     options = replace(options, limits=limits)
     async with Gateway(runner, options) as gateway:
         url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
-        yield CallWorld(copy, runner, engine, store, url)
+        yield CallWorld(copy, runner, engine, store, url, gateway)
     store.close()
 
 
