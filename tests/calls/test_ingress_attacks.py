@@ -193,13 +193,12 @@ async def test_an_over_fast_sender_is_cut_while_a_healthy_call_completes(tmp_pat
 
 async def test_a_short_burst_ahead_of_real_time_is_dropped_and_counted(tmp_path: Path) -> None:
     limits = replace_limits(media_burst_ms=1000)
-    async with gateway_for(tmp_path, [], limits=limits) as world:
-        async with connect(world.url) as socket:
-            await socket.send(start_message())
-            for count in range(1, 151):  # 3 s of audio at once: about 2 s too early
-                await socket.send(media_message(count))
-            await socket.send(json.dumps({"event": "stop", "streamSid": ATTACK_STREAM}))
-            assert await closed(socket) == (1000, "call ended")
+    async with gateway_for(tmp_path, [], limits=limits) as world, connect(world.url) as socket:
+        await socket.send(start_message())
+        for count in range(1, 151):  # 3 s of audio at once: about 2 s too early
+            await socket.send(media_message(count))
+        await socket.send(json.dumps({"event": "stop", "streamSid": ATTACK_STREAM}))
+        assert await closed(socket) == (1000, "call ended")
     timeline = world.runner.timeline(ATTACK_SID)
     assert timeline is not None
     (dropped,) = timeline.named("media_dropped")
