@@ -106,48 +106,54 @@ async def test_an_unmasked_client_frame_is_failed_with_1002_and_a_reason() -> No
 
 async def test_library_closes_say_why() -> None:
     limits = Limits(max_frame_bytes=1000)
-    async with running_gateway(ScriptedRunner(), limits=limits) as gateway:
-        async with healthy_call(gateway) as healthy:
-            async with raw_websocket(gateway) as (reader, writer):
-                writer.write(frame(0x1, b"\xff\xfe not UTF-8"))
-                code, reason = await server_close(reader)
-                assert (code, reason) == (1007, "Invalid UTF-8 text message")
-            async with raw_websocket(gateway) as (reader, writer):
-                writer.write(frame(0x2, b"\x00" * 2000))
-                code, reason = await server_close(reader)
-                assert code == 1009
-                assert "exceeds limit 1000" in reason
-            async with raw_websocket(gateway) as (reader, writer):
-                writer.write(bytes([0x83, 0x80]) + os.urandom(4))  # reserved opcode 3
-                assert await server_close(reader) == (1002, "Unexpected opcode=3")
-            await ends_normally(healthy)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(frame(0x1, b"\xff\xfe not UTF-8"))
+            code, reason = await server_close(reader)
+            assert (code, reason) == (1007, "Invalid UTF-8 text message")
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(frame(0x2, b"\x00" * 2000))
+            code, reason = await server_close(reader)
+            assert code == 1009
+            assert "exceeds limit 1000" in reason
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(bytes([0x83, 0x80]) + os.urandom(4))  # reserved opcode 3
+            assert await server_close(reader) == (1002, "Unexpected opcode=3")
+        await ends_normally(healthy)
 
 
 async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:
     limits = Limits(heartbeat_s=0.5)
-    async with running_gateway(ScriptedRunner(), limits=limits) as gateway:
-        async with healthy_call(gateway) as healthy:
-            async with raw_websocket(gateway) as (reader, _):
-                # The peer never answers the pings: the gateway drops the connection.
-                async with asyncio.timeout(10):
-                    while await reader.read(1024):
-                        pass
-            await eventually(lambda: len(gateway.calls.active) == 1, "the silent peer to go")
-            await ends_normally(healthy)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, _):
+            # The peer never answers the pings: the gateway drops the connection.
+            async with asyncio.timeout(10):
+                while await reader.read(1024):
+                    pass
+        await eventually(lambda: len(gateway.calls.active) == 1, "the silent peer to go")
+        await ends_normally(healthy)
 
 
 async def test_idle_and_half_sent_http_connections_are_closed() -> None:
     limits = Limits(http_idle_timeout_s=0.5)
-    async with running_gateway(ScriptedRunner(), limits=limits) as gateway:
-        async with healthy_call(gateway) as healthy:
-            silent = await asyncio.open_connection("127.0.0.1", gateway.port)
-            half = await asyncio.open_connection("127.0.0.1", gateway.port)
-            half[1].write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-            for reader, writer in (silent, half):
-                async with asyncio.timeout(10):
-                    assert await reader.read() == b""  # closed by the gateway
-                writer.close()
-            await ends_normally(healthy)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        silent = await asyncio.open_connection("127.0.0.1", gateway.port)
+        half = await asyncio.open_connection("127.0.0.1", gateway.port)
+        half[1].write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        for reader, writer in (silent, half):
+            async with asyncio.timeout(10):
+                assert await reader.read() == b""  # closed by the gateway
+            writer.close()
+        await ends_normally(healthy)
 
 
 async def test_a_non_ascii_signature_is_refused_with_403() -> None:
