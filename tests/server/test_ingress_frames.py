@@ -182,4 +182,5 @@ def test_the_mask_scanner_follows_frames_split_anywhere() -> None:
     clean = frame(0x1, b"a" * 300) + frame(0x2, b"b" * 5)
     for cut in range(1, len(clean)):
         scanner = MaskScanner()
-        assert scanner.scan(clean[:cut]) and scanner.scan(clean[cut:])
+        assert scanner.scan(clean[:cut])
+        assert scanner.scan(clean[cut:])
