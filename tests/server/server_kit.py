@@ -88,7 +88,7 @@ class ScriptedRunner:
         for event in codec.receive(message):  # a malformed message raises RemoteProtocolError
             await transport.send(json.dumps({"event": type(event).__name__}))
             if isinstance(event, CallStarted):
-                refusal = gate.started(event.call_id or event.stream_id)
+                refusal = gate.started(event)
                 if refusal is not None:
                     for reply in codec.send(Hangup(refusal.reason)):
                         await transport.send(reply)

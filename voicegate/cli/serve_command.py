@@ -74,9 +74,7 @@ def serve_main(
         llm=args.llm,
     )
     secrets = resolve_secrets(settings, environ)
-    options = settings.gateway_options(
-        twilio_auth_token=secrets.get("providers.twilio.auth_token_env")
-    )
+    options = settings.gateway_options(secrets=secrets)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -87,12 +87,16 @@ class TwilioSettings:
     auth_token_env: str = ""
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    stream_secret_env: str = ""
+    stream_token_ttl_s: float = 300.0
 
     def __post_init__(self) -> None:
-        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
-            raise ConfigError(
-                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
-            )
+        for name in ("auth_token_env", "stream_secret_env"):
+            value = getattr(self, name)
+            if value and not _ENV_NAME.fullmatch(value):
+                raise ConfigError(f"{name} must name an environment variable, got {value!r}")
+        if not self.stream_token_ttl_s > 0:
+            raise ConfigError(f"stream_token_ttl_s must be positive: {self.stream_token_ttl_s}")
         if any(not name for name in self.parameters):
             raise ConfigError("parameters must not have an empty name")
         clashes = sorted(set(self.parameters) & set(self.webhook_fields))
@@ -108,8 +112,14 @@ class BrowserSettings:
 
     enabled: bool = True
     output_sample_rate: int = 16000
+    allowed_origins: tuple[str, ...] = ()
+    api_key_env: str = ""
 
     def __post_init__(self) -> None:
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ConfigError(
+                f"api_key_env must name an environment variable: {self.api_key_env!r}"
+            )
         if self.output_sample_rate not in BROWSER_SAMPLE_RATES:
             raise ConfigError(
                 f"output_sample_rate must be one of {BROWSER_SAMPLE_RATES}, "
@@ -173,14 +183,26 @@ class Settings:
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        twilio = self.providers.twilio
-        if twilio.enabled and twilio.auth_token_env:
-            return {"providers.twilio.auth_token_env": twilio.auth_token_env}
-        return {}
-
-    def gateway_options(self, *, twilio_auth_token: str | None = None) -> GatewayOptions:
-        """The server's options; secrets are passed in already resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
+        names = {
+            "providers.twilio.auth_token_env": twilio.auth_token_env if twilio.enabled else "",
+            "providers.twilio.stream_secret_env": (
+                twilio.stream_secret_env if twilio.enabled else ""
+            ),
+            "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
+        }
+        return {path: name for path, name in names.items() if name}
+
+    def gateway_options(
+        self,
+        *,
+        twilio_auth_token: str | None = None,
+        secrets: Mapping[str, str] = MappingProxyType({}),
+    ) -> GatewayOptions:
+        """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
+        twilio, browser = self.providers.twilio, self.providers.browser
+        if twilio_auth_token is None:
+            twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
@@ -192,8 +214,16 @@ class Settings:
                 parameters=twilio.parameters,
                 webhook_fields=twilio.webhook_fields,
                 auth_token=twilio_auth_token,
+                stream_secret=secrets.get("providers.twilio.stream_secret_env"),
+                stream_token_ttl_s=twilio.stream_token_ttl_s,
             )
             if twilio.enabled
             else None,
-            browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
+            browser=BrowserOptions(
+                browser.output_sample_rate,
+                allowed_origins=browser.allowed_origins,
+                api_key=secrets.get("providers.browser.api_key_env"),
+            )
+            if browser.enabled
+            else None,
         )

@@ -20,6 +20,7 @@ from voicegate.gateway.transport import (
     CLOSE_NORMAL,
     CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
+    CallGate,
     CallRunner,
     Refusal,
     Transport,
@@ -158,10 +159,6 @@ class CallRegistry:
         self._live[provider_call_id] = call
         return None
 
-    def gate(self, call: ActiveCall) -> RegistryGate:
-        """The session's handle on ``call``'s admission."""
-        return RegistryGate(self, call)
-
     def release(self, call: ActiveCall) -> None:
         """Forget a call whose handler has finished."""
         self._calls.pop(call.call_id, None)
@@ -202,23 +199,6 @@ class CallRegistry:
         return self._idle.is_set()
 
 
-@dataclass(frozen=True, slots=True)
-class RegistryGate:
-    """One connection's admission, as the session sees it (transport.CallGate)."""
-
-    registry: CallRegistry
-    call: ActiveCall
-
-    @property
-    def call_id(self) -> str:
-        """The gateway's own id for the connection."""
-        return self.call.call_id
-
-    def started(self, provider_call_id: str) -> Refusal | None:
-        """Take a call slot at `start`, or say why not."""
-        return self.registry.start(self.call, provider_call_id)
-
-
 async def _close_going_away(call: ActiveCall) -> None:
     """Tell the peer why, then cancel the runner (its ``finally`` blocks still run)."""
     call.decide(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
@@ -227,7 +207,7 @@ async def _close_going_away(call: ActiveCall) -> None:
         call.task.cancel()
 
 
-async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: RegistryGate) -> None:
+async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Run one call to its end in a task it owns, then close its socket with the outcome."""
     try:
         async with asyncio.TaskGroup() as group:
@@ -237,7 +217,7 @@ async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Reg
         await call.transport.close(call.close_code, call.close_reason)
 
 
-async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: RegistryGate) -> None:
+async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Turn whatever escapes the runner into this call's close code; never into another's."""
     try:
         await runner(call.transport, codec, gate)

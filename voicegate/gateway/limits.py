@@ -40,6 +40,12 @@ class Limits:
     media_burst_ms: int = 2000
     # A call whose dropped audio exceeds this many ms is closed (1008): it floods on purpose.
     media_flood_ms: int = 10000
+    # New requests (webhooks, upgrades, pages) per second from one client address ...
+    requests_per_ip_per_s: float = 20.0
+    # ... and at once; beyond, 429 with a reason. Twilio calls come from few addresses.
+    requests_per_ip_burst: int = 200
+    # WebSockets open at once from one client address; beyond, 429 with a reason.
+    sockets_per_ip: int = 1000
     # Timeline records kept per call; later ones are counted in a "timeline_truncated" record.
     timeline_max_records: int = 5000
     # Longest peer- or engine-supplied string kept in a timeline record (longer ones are cut).

@@ -25,10 +25,19 @@ from pathlib import Path
 from aiohttp import web
 
 from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
+from voicegate.gateway.admission import (
+    Authenticator,
+    RequestGuard,
+    StartGate,
+    address,
+    twilio_token_check,
+    twilio_token_parameter,
+)
 from voicegate.gateway.calls import CallRegistry, run_call
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.transport import CallRunner, Refusal, Transport
 from voicegate.gateway.twiml import (
+    body_hash_valid,
     connect_stream_twiml,
     external_base,
     signature_valid,
@@ -77,14 +86,9 @@ def build_app(
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
-        app.router.add_get("/", browser_page)
+        app.router.add_get("/", routes.browser_page)
         app.router.add_get("/static/{name}", page_file)
     return app
-
-
-async def browser_page(request: web.Request) -> web.FileResponse:
-    """The browser client: talk to the gateway from a web page."""
-    return _page_file("index.html", {"Content-Security-Policy": PAGE_POLICY})
 
 
 async def page_file(request: web.Request) -> web.FileResponse:
@@ -117,6 +121,17 @@ class _Routes:
         self._options = options
         self._calls = calls
         self._call_ids = call_ids
+        self._guard = RequestGuard(options)
+        self._twilio_check = None if options.twilio is None else twilio_token_check(options.twilio)
+
+    async def browser_page(self, request: web.Request) -> web.StreamResponse:
+        """The browser client: talk to the gateway from a web page."""
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        page = _page_file("index.html", {"Content-Security-Policy": PAGE_POLICY})
+        self._guard.page_cookie(page)
+        return page
 
     async def healthz(self, request: web.Request) -> web.Response:
         """The process is up and serving HTTP."""
@@ -137,14 +152,22 @@ class _Routes:
         """Answer Twilio's voice webhook with TwiML that streams the call to ``/twilio``."""
         twilio = self._options.twilio
         assert twilio is not None  # the route exists only when Twilio is enabled
-        form = await request.post()
-        fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        body = await request.read()
+        json_body = "bodySHA256" in request.rel_url.query
+        fields: dict[str, list[str]] = {}
+        if not json_body:
+            form = await request.post()
+            fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
         base = external_base(self._options.public_url, request.scheme, request.host)
         if twilio.auth_token is not None:
             signature = request.headers.get("X-Twilio-Signature", "")
             url = base + request.rel_url.path_qs
-            if not signature_valid(twilio.auth_token, url, fields, signature):
-                log.warning("twilio webhook: bad X-Twilio-Signature for %s", url)
+            signed = signature_valid(twilio.auth_token, url, fields, signature)
+            if not signed or (json_body and not body_hash_valid(url, body)):
+                log.warning("twilio webhook: bad X-Twilio-Signature for %r", url)
                 return web.Response(status=403, text="invalid X-Twilio-Signature\n")
         refusal = self._calls.refusal()
         if refusal is not None:
@@ -152,29 +175,63 @@ class _Routes:
             return web.Response(status=503, text=refusal.reason + "\n")
         first_values = {name: values[0] for name, values in fields.items() if values}
         parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, first_values)
+        parameters += twilio_token_parameter(twilio, first_values.get("CallSid"))
         twiml = connect_stream_twiml(websocket_url(base, TWILIO_STREAM_PATH), parameters)
         return web.Response(text=twiml, content_type="text/xml")
 
     async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
         """A Twilio Media Streams call."""
+        refusal = self._guard.twilio_upgrade_refusal(request)
+        if refusal is not None:
+            log.warning("twilio upgrade refused: %s", refusal.text)
+            return refusal
         size = self._options.limits.max_twilio_message_bytes
         return await self._media_call(
-            request, "twilio", lambda call_id: TwilioCodec(max_message_bytes=size)
+            request,
+            "twilio",
+            lambda call_id: TwilioCodec(max_message_bytes=size),
+            self._twilio_check,
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
         browser = self._options.browser
         assert browser is not None  # the route exists only when the browser is enabled
+        refusal = self._guard.browser_refusal(request)
+        if refusal is not None:
+            return refusal
         rate = browser.output_sample_rate
         return await self._media_call(
             request, "browser", lambda call_id: BrowserCodec(call_id, output_sample_rate=rate)
         )
 
     async def _media_call(
-        self, request: web.Request, dialect: str, codec_for: Callable[[str], Codec]
+        self,
+        request: web.Request,
+        dialect: str,
+        codec_for: Callable[[str], Codec],
+        authenticate: Authenticator | None = None,
     ) -> web.StreamResponse:
-        """Upgrade, admit or refuse, run the call to its end, close the socket."""
+        """Rate-limit, upgrade, admit or refuse, run the call to its end, close the socket."""
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        client = address(request)
+        if not self._guard.sockets.acquire(client):
+            text = "too many sockets from this address (limits.sockets_per_ip)\n"
+            return web.Response(status=429, text=text)
+        try:
+            return await self._upgraded_call(request, dialect, codec_for, authenticate)
+        finally:
+            self._guard.sockets.release(client)
+
+    async def _upgraded_call(
+        self,
+        request: web.Request,
+        dialect: str,
+        codec_for: Callable[[str], Codec],
+        authenticate: Authenticator | None,
+    ) -> web.StreamResponse:
         limits = self._options.limits
         # The frame limit sits above every codec's message limit (the codecs say what is
         # wrong); the heartbeat drops half-open peers (issue 15 #4).
@@ -202,7 +259,8 @@ class _Routes:
             return socket
         log.info("call %s connected", call_id)
         try:
-            await run_call(admitted, self._runner, codec, self._calls.gate(admitted))
+            gate = StartGate(self._calls, admitted, authenticate)
+            await run_call(admitted, self._runner, codec, gate)
         finally:
             self._calls.release(admitted)
         log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)

@@ -194,15 +194,14 @@ class CallSession:
 
     async def _start(self, started: CallStarted) -> bool:
         """Take a call slot and open the call; False if the gateway refuses it."""
-        provider_call_id = started.call_id or started.stream_id
-        refusal = self._gate.started(provider_call_id)
+        refusal = self._gate.started(started)
         if refusal is not None:
             self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
             with contextlib.suppress(LocalProtocolError):
                 await self._send(Hangup(refusal.reason))  # the browser's `stop`
             await self._transport.close(refusal.code, refusal.reason)
             return False
-        self._call_id = provider_call_id
+        self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
         # Building the VAD loads an ONNX model (~60 ms of C code that releases the GIL): off
         # the event loop, so a call starting never stalls the audio of calls in progress.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from voicegate.codecs import Codec
+from voicegate.codecs import CallStarted, Codec
 from voicegate.errors import PolicyViolationError, RemoteProtocolError
 
 #: WebSocket close codes (RFC 6455 §7.4.1) the gateway uses.
@@ -64,8 +64,8 @@ class CallGate(Protocol):
         """The gateway's own id for this connection (never a peer-chosen value)."""
         ...
 
-    def started(self, provider_call_id: str) -> Refusal | None:
-        """Take a call slot for the provider's call id, or say why not (capacity, duplicate)."""
+    def started(self, call: CallStarted) -> Refusal | None:
+        """Take a call slot at `start`, or say why not (authentication, capacity, duplicate)."""
         ...
 
 
