@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +21,9 @@ from websockets.exceptions import ConnectionClosed
 from tests.calls.call_kit import FAST_REPLAY_LIMITS, CallWorld, cue, gateway_for, script_of
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
+from voicegate.gateway.auth import STREAM_TOKEN_PARAMETER, issue_stream_token
 from voicegate.gateway.limits import Limits
+from voicegate.gateway.options import GatewayOptions, TwilioOptions
 
 BALANCE = "synth/festival/balance_8k.wav"
 HEALTHY_SID = "CA00000000000000000000000000000042"
@@ -231,3 +234,46 @@ async def test_peer_chosen_marks_cannot_grow_the_timeline_without_bound(tmp_path
     assert records[-1]["event"] == "timeline_truncated"
     assert records[-1]["dropped"] > 200
     assert all(len(r.get("name", "")) <= 103 for r in records)
+
+
+async def test_a_known_callsid_without_a_valid_token_opens_no_memory(tmp_path: Path) -> None:
+    """Issue 15 #8: the stream token is checked before the engine (and memory) is opened."""
+    secret = "stream secret"
+    options = GatewayOptions(port=0, twilio=TwilioOptions(stream_secret=secret))
+    token = issue_stream_token(secret, HEALTHY_SID, time.time(), 300)
+    expired = issue_stream_token(secret, HEALTHY_SID, time.time() - 600, 300)
+    healthy = TwilioCaller(
+        script_of(cue(BALANCE, at_ms=300), tail_ms=4000),
+        parameters={STREAM_TOKEN_PARAMETER: token},
+    )
+
+    async def impostor(parameters: dict[str, str]) -> Close:
+        await live(world, HEALTHY_SID)
+        async with connect(world.url) as socket:
+            await socket.send(start_message(HEALTHY_SID, parameters))
+            return await closed(socket)
+
+    async with gateway_for(tmp_path, ["check my balance"], options=options) as world:
+        healthy_close, *refused = await asyncio.gather(
+            drive(world.url, healthy, speed=2.0, max_ms=20_000),
+            impostor({}),
+            impostor({STREAM_TOKEN_PARAMETER: expired}),
+            impostor({STREAM_TOKEN_PARAMETER: "1" + token}),
+        )
+    assert healthy_close == 1000
+    assert refused == [
+        (1008, "no stream token: connect through the gateway's voice webhook"),
+        (1008, "expired stream token"),
+        (1008, "invalid stream token for this call"),
+    ]
+    timeline = world.runner.timeline(HEALTHY_SID)
+    assert timeline is not None
+    assert timeline.named("turn_ended")[0]["reason"] == "completed"
+    # The refused streams never reached the engine: no call_started, so no memory was opened.
+    refused_ids = [call_id for call_id in world.runner.call_ids if call_id != HEALTHY_SID]
+    assert len(refused_ids) == 3
+    for call_id in refused_ids:
+        refused_timeline = world.runner.timeline(call_id)
+        assert refused_timeline is not None
+        assert refused_timeline.named("call_refused")
+        assert not refused_timeline.named("call_started")

@@ -497,6 +497,11 @@ class SessionRunner:
         """What every call shares (the engine, the speech engines, media)."""
         return self._services
 
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        """The ids of the kept timelines, oldest first."""
+        return tuple(self._timelines)
+
     def timeline(self, call_id: str) -> Timeline | None:
         """The timeline of a recent call (by provider call id, or the gateway's id)."""
         kept = self._timelines.get(call_id)
