@@ -146,12 +146,14 @@ async def test_requests_beyond_the_rate_of_one_address_get_429() -> None:
 
 async def test_sockets_beyond_the_limit_of_one_address_get_429() -> None:
     limits = Limits(sockets_per_ip=1)
-    async with running_gateway(ScriptedRunner(), limits=limits) as gateway:
-        async with call(gateway, "/twilio") as first:
-            await receive_json(first)
-            assert await refused_status(ws_url(gateway, "/twilio")) == 429
-            await first.send(twilio_start("CA1"))
-            assert await receive_json(first) == {"event": "CallStarted"}
-            await receive_json(first)
-            await first.send("hangup")
-            assert await close_of(first) == (1000, "bye")
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        call(gateway, "/twilio") as first,
+    ):
+        await receive_json(first)
+        assert await refused_status(ws_url(gateway, "/twilio")) == 429
+        await first.send(twilio_start("CA1"))
+        assert await receive_json(first) == {"event": "CallStarted"}
+        await receive_json(first)
+        await first.send("hangup")
+        assert await close_of(first) == (1000, "bye")
