@@ -74,6 +74,7 @@ def serve_main(
         llm=args.llm,
     )
     secrets = resolve_secrets(settings, environ)
+    settings.check_exposure()
     options = settings.gateway_options(secrets=secrets)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

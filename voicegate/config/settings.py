@@ -8,6 +8,7 @@ appear only as names of environment variables (``auth_token_env``); the CLI reso
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,14 @@ class ServerSettings:
             _check_public_url(self.public_url)
 
 
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def _check_public_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in _URL_SCHEMES or not parts.netloc:
@@ -89,6 +98,7 @@ class TwilioSettings:
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
     stream_secret_env: str = ""
     stream_token_ttl_s: float = 300.0
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         for name in ("auth_token_env", "stream_secret_env"):
@@ -114,6 +124,7 @@ class BrowserSettings:
     output_sample_rate: int = 16000
     allowed_origins: tuple[str, ...] = ()
     api_key_env: str = ""
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
@@ -192,6 +203,28 @@ class Settings:
             "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
         }
         return {path: name for path, name in names.items() if name}
+
+    def check_exposure(self) -> None:
+        """Refuse to listen beyond this machine with a provider route left unauthenticated.
+
+        The secure setup is the default one off loopback (issue 15, SECURITY.md); each route
+        may opt out with ``allow_unauthenticated: true``.
+        """
+        if _loopback(self.server.host):
+            return
+        twilio, browser = self.providers.twilio, self.providers.browser
+        problems = []
+        signed = bool(twilio.auth_token_env and twilio.stream_secret_env)
+        if twilio.enabled and not twilio.allow_unauthenticated and not signed:
+            problems.append("providers.twilio needs auth_token_env and stream_secret_env")
+        if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
+            problems.append("providers.browser needs api_key_env")
+        if problems:
+            raise ConfigError(
+                f"server.host {self.server.host} accepts calls from other machines, but "
+                + "; ".join(problems)
+                + " (or allow_unauthenticated: true; see SECURITY.md)"
+            )
 
     def gateway_options(
         self,
