@@ -28,7 +28,7 @@ def test_loopback_may_stay_open() -> None:
 
 
 def test_a_public_address_needs_every_route_authenticated() -> None:
-    with pytest.raises(ConfigError, match="auth_token_env and stream_secret_env.*api_key_env"):
+    with pytest.raises(ConfigError, match=r"auth_token_env and stream_secret_env.*api_key_env"):
         exposed(TwilioSettings(), BrowserSettings()).check_exposure()
     signed = TwilioSettings(auth_token_env="TWILIO_TOKEN", stream_secret_env="STREAM_SECRET")
     exposed(signed, BrowserSettings(api_key_env="BROWSER_KEY")).check_exposure()
