@@ -102,7 +102,8 @@ class RequestGuard:
         """403 unless the upgrade carries Twilio's signature of its URL (when a token is set).
 
         Twilio signs the WebSocket handshake like a webhook without parameters: HMAC-SHA1 of
-        the URL (https://www.twilio.com/docs/voice/media-streams#websocket-security).
+        the URL (https://www.twilio.com/docs/usage/security; the Media Streams docs ask for
+        the same validation of the handshake).
         """
         twilio = self._options.twilio
         if twilio is None or twilio.auth_token is None:
