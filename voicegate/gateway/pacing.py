@@ -41,7 +41,7 @@ class InboundPacer:
         self.dropped_messages += 1
         if self.dropped_ms > limits.media_flood_ms:
             raise PolicyViolationError(
-                f"audio sent faster than real time: over {limits.media_flood_ms} ms dropped "
-                "(limits.media_flood_ms)"
+                f"audio sent faster than {limits.media_max_speed:g}x real time: over "
+                f"{limits.media_flood_ms} ms dropped (limits.media_flood_ms)"
             )
         return False
