@@ -22,7 +22,10 @@ class InboundPacer:
     def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
         self._limits = limits
         self._clock = clock
-        self._began: float | None = None
+        # Wall time runs from the connection, not from the first audio processed: a peer
+        # cannot have sent before it connected, and audio that queued while this gateway was
+        # busy (e.g. opening the call) is no burst of the peer's.
+        self._began = clock()
         self._media_ms = 0.0
         self.dropped_ms = 0.0
         self.dropped_messages = 0
@@ -30,8 +33,6 @@ class InboundPacer:
     def admit(self, duration_ms: float) -> bool:
         """True to keep ``duration_ms`` of audio, False to drop it; raises on a flood."""
         now = self._clock()
-        if self._began is None:
-            self._began = now
         limits = self._limits
         allowed = (now - self._began) * 1000.0 * limits.media_max_speed + limits.media_burst_ms
         if self._media_ms + duration_ms <= allowed:
