@@ -17,6 +17,8 @@ from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
+from voicegate.engine.tools.isolation import ToolLoops
+from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import MediaFactory
@@ -90,9 +92,16 @@ async def gateway_for(
     shutil.copytree(project, copy)
     script = load_script(copy / conversation)
     store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
-    engine = ProjectEngine(load_project(copy), lambda call_id: ScriptedLLM(script), store)
+    # Tools on their own loop thread, as `voicegate serve` runs them (issue 12).
+    tool_loops = ToolLoops()
+    engine = ProjectEngine(
+        load_project(copy), lambda call_id: ScriptedLLM(script), store, tool_loops=tool_loops
+    )
+    # The engine on its own dialogue plane, as `voicegate serve` runs it (issue 12).
+    plane = DialoguePlane()
+    plane.start()
     services = CallServices(
-        engine=engine,
+        engine=ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
         media=MediaFactory(),
@@ -105,6 +114,8 @@ async def gateway_for(
     async with Gateway(runner, options) as gateway:
         url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
         yield CallWorld(copy, runner, engine, store, url, gateway)
+    plane.stop()
+    tool_loops.close()
     store.close()
 
 

@@ -32,8 +32,11 @@ from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
+from voicegate.engine.seam import DialogueEngine
 from voicegate.engine.tools.catalog import ToolCatalog
+from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
+from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.mcp.connection import LaunchOptions
@@ -217,16 +220,24 @@ def build_runner(
     project: Project | None = None,
     catalog: ToolCatalog | None = None,
     store: MemoryStore | None = None,
+    tool_loops: ToolLoops | None = None,
+    plane: DialoguePlane | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
     ``catalog`` carries the project's tools including the MCP tools it imports (see
     :func:`open_runner`); without it the engine offers the project's local tools only.
+    Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
+    carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
     store = store or open_store(settings)
-    engine = ProjectEngine(project, llm, store, catalog=catalog)
+    tool_loops = tool_loops or ToolLoops()
+    project_engine = ProjectEngine(project, llm, store, catalog=catalog, tool_loops=tool_loops)
+    engine: DialogueEngine = (
+        project_engine if plane is None else ThreadedEngine(project_engine, plane)
+    )
     rate = settings.audio.session_sample_rate
     services = CallServices(
         engine=engine,
@@ -249,8 +260,10 @@ async def open_runner(
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
-    A server that cannot be started, connected, authenticated or listed stops startup with
-    an ``McpServerError`` naming it. Must run inside the event loop that serves the calls.
+    The engine, its model clients and the MCP sessions live on a dialogue plane (a thread with
+    its own event loop), project tools on tool loops: the loop carrying the calls' media never
+    waits on them (design §10, issue 12). A server that cannot be started, connected,
+    authenticated or listed stops startup with an ``McpServerError`` naming it.
     """
     root = settings.engine.project_dir
     project = load_project(root)
@@ -258,10 +271,23 @@ async def open_runner(
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
     store = open_store(settings)
+    tool_loops = ToolLoops()
+    plane = DialoguePlane()
+    plane.start()
     try:
-        async with project_tools(project, servers, launch) as catalog:
-            yield build_runner(settings, environ, project=project, catalog=catalog, store=store)
+        async with plane.hosting(project_tools(project, servers, launch)) as catalog:
+            yield build_runner(
+                settings,
+                environ,
+                project=project,
+                catalog=catalog,
+                store=store,
+                tool_loops=tool_loops,
+                plane=plane,
+            )
     finally:
+        plane.stop()
+        tool_loops.close()
         store.close()  # every write was already committed; this releases the file
 
 

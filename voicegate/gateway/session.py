@@ -337,10 +337,13 @@ class CallSession:
             # A cancelled turn may still be unwinding its tool; turns never overlap.
             await asyncio.wait([previous])
         stream = self._services.engine.turn(self._gate.call_id, user)
-        self._turn_id = stream.turn_id
-        self.timeline.emit(self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user))
         try:
             async with stream:
+                # An engine on the dialogue plane names the turn once it has started there.
+                self._turn_id = stream.turn_id
+                self.timeline.emit(
+                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user)
+                )
                 async for event in stream:
                     await self._on_turn_event(event, epoch)
         except asyncio.CancelledError:

@@ -14,6 +14,7 @@ from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, UserInput
 from voicegate.engine.tools.catalog import ToolCatalog
+from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import EngineError
 
 #: How long ``close`` waits for a turn that does not unwind after being cancelled.
@@ -31,6 +32,7 @@ class ProjectEngine:
         *,
         unwind_grace: float = DEFAULT_UNWIND_GRACE,
         catalog: ToolCatalog | None = None,
+        tool_loops: ToolLoops | None = None,
     ) -> None:
         self.project = project
         self._llm = llm
@@ -40,6 +42,10 @@ class ProjectEngine:
         # replaces the project's own local-tools catalog.
         self._catalog = catalog if catalog is not None else project.tool_catalog()
         self._sessions: dict[str, Session] = {}
+        # With ``tool_loops`` (the gateway always passes them), project tools run on a tool
+        # loop thread so one that blocks cannot stall the engine (issue 12). Without, they run
+        # on the caller's loop: handy for embedding and for tests that share asyncio objects.
+        self._tool_loops = tool_loops
 
     @property
     def catalog(self) -> ToolCatalog:
@@ -51,7 +57,9 @@ class ProjectEngine:
         if call.call_id in self._sessions:
             raise EngineError(f"call {call.call_id!r} is already open")
         memory = MemoryState(self.project.memory, self._store, call.memory_key)
-        session = Session(call, self.project, self._catalog, memory, self._llm(call.call_id))
+        session = Session(
+            call, self.project, self._catalog, memory, self._llm(call.call_id), self._tool_loops
+        )
         for ref in memory.start_session(call.metadata):
             session.history.append(MemoryWritten("", ref.namespace, ref.entry, memory.value(ref)))
         self._sessions[call.call_id] = session

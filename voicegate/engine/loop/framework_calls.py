@@ -46,7 +46,13 @@ class PostWriteHooks:
         self._in_hook = True
         try:
             context = self._session.tool_context(self._channel, skill_id, hook=True)
-            outcome = await invoke_tool(hook.tool, {}, context, self._session.tool_timeout)
+            outcome = await invoke_tool(
+                hook.tool,
+                {},
+                context,
+                self._session.tool_timeout,
+                tool_loops=self._session.tool_loops,
+            )
         finally:
             self._in_hook = False
         error = hook_error(outcome)
@@ -75,7 +81,9 @@ async def run_button_source(
         raise EngineError(f"skill {skill_id!r} has no tool {tool_name!r} to source buttons")
     collector = ButtonCollector()
     context = session.tool_context(channel, skill_id, buttons=collector)
-    outcome = await invoke_tool(bound.tool, {}, context, session.tool_timeout)
+    outcome = await invoke_tool(
+        bound.tool, {}, context, session.tool_timeout, tool_loops=session.tool_loops
+    )
     if outcome.kind != "ok" or not collector.buttons:
         return ()
     channel.offer_buttons(collector.buttons)

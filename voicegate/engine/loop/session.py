@@ -20,6 +20,7 @@ from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, MemorySet
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.context import ButtonCollector, ToolContext, ToolModelContext
+from voicegate.engine.tools.isolation import ToolLoops
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +35,15 @@ class Session:
         catalog: ToolCatalog,
         memory: MemoryState,
         llm: LLMPort,
+        tool_loops: ToolLoops | None = None,
     ) -> None:
         self.call = call
         self.project = project
         self.catalog = catalog
         self.memory = memory
         self.llm = llm
+        #: Where the project's ``@tool`` functions run (None: on the engine's own loop).
+        self.tool_loops = tool_loops
         self.history = EventHistory()
         self.conversation = Conversation()
         self.dialogue = DialogueState()
