@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import AsyncIterator, Sequence
@@ -117,6 +118,19 @@ async def gateway_for(
     plane.stop()
     tool_loops.close()
     store.close()
+
+
+async def settled(world: CallWorld) -> None:
+    """Wait (boundedly) until every call has finished on the gateway and kept its timeline.
+
+    A caller sees its socket close before the gateway has closed the call's engine session
+    (on the dialogue plane) and kept its timeline.
+    """
+    for _ in range(3000):
+        if not world.gateway.calls.active:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("calls still running 30 s after their callers hung up")
 
 
 def script_of(*cues: Cue, tail_ms: int = 8000) -> CallerScript:

@@ -18,7 +18,14 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.calls.call_kit import FAST_REPLAY_LIMITS, CallWorld, cue, gateway_for, script_of
+from tests.calls.call_kit import (
+    FAST_REPLAY_LIMITS,
+    CallWorld,
+    cue,
+    gateway_for,
+    script_of,
+    settled,
+)
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.gateway.auth import STREAM_TOKEN_PARAMETER, issue_stream_token
@@ -66,11 +73,13 @@ async def closed(socket: ClientConnection, limit_s: float = 20.0) -> Close:
 
 async def beside_a_healthy_call(world: CallWorld, attack: Awaitable[Any]) -> Any:
     """Run ``attack`` while a healthy call runs; the healthy call must complete normally."""
-    healthy = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=4000))
+    # The tail leaves the turn's 1.5 s tool (3 s of media at speed 2) time to finish.
+    healthy = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=6000))
     healthy_close, attacked = await asyncio.gather(
         drive(world.url, healthy, speed=2.0, max_ms=20_000), attack
     )
     assert healthy_close == 1000
+    await settled(world)
     timeline = world.runner.timeline(HEALTHY_SID)
     assert timeline is not None
     assert timeline.named("turn_ended")[0]["reason"] == "completed"
@@ -160,11 +169,11 @@ async def test_a_call_longer_than_the_maximum_is_closed(tmp_path: Path) -> None:
                 await asyncio.sleep(0.02)
             return await closed(socket)
 
-    limits = Limits(media_max_speed=4.0, max_call_s=8.0)  # the healthy call lasts ~3.5 s
+    limits = Limits(media_max_speed=4.0, max_call_s=12.0)  # the healthy call lasts ~5 s
     async with gateway_for(tmp_path, ["check my balance"], limits=limits) as world:
         code, reason = await beside_a_healthy_call(world, endless())
     assert code == 1008
-    assert reason == "call longer than 8 s (limits.max_call_s)"
+    assert reason == "call longer than 12 s (limits.max_call_s)"
 
 
 async def test_an_over_fast_sender_is_cut_while_a_healthy_call_completes(tmp_path: Path) -> None:
@@ -243,7 +252,7 @@ async def test_a_known_callsid_without_a_valid_token_opens_no_memory(tmp_path: P
     token = issue_stream_token(secret, HEALTHY_SID, time.time(), 300)
     expired = issue_stream_token(secret, HEALTHY_SID, time.time() - 600, 300)
     healthy = TwilioCaller(
-        script_of(cue(BALANCE, at_ms=300), tail_ms=4000),
+        script_of(cue(BALANCE, at_ms=300), tail_ms=6000),
         parameters={STREAM_TOKEN_PARAMETER: token},
     )
 
