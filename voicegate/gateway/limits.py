@@ -34,6 +34,8 @@ class Limits:
     max_frame_bytes: int = 1024 * 1024
     # Largest Twilio Media Streams message (a start with parameters is a few kB).
     max_twilio_message_bytes: int = 64 * 1024
+    # Largest browser message (64 KiB: 680 ms of 48 kHz PCM16; clients send 20 ms frames).
+    max_browser_message_bytes: int = 64 * 1024
     # Inbound audio may run ahead of the wall clock by at most this factor ...
     media_max_speed: float = 1.0
     # ... plus this much audio (ms) of jitter; audio beyond it is dropped and counted.

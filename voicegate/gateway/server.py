@@ -201,8 +201,11 @@ class _Routes:
         if refusal is not None:
             return refusal
         rate = browser.output_sample_rate
+        size = self._options.limits.max_browser_message_bytes
         return await self._media_call(
-            request, "browser", lambda call_id: BrowserCodec(call_id, output_sample_rate=rate)
+            request,
+            "browser",
+            lambda call_id: BrowserCodec(call_id, output_sample_rate=rate, max_message_bytes=size),
         )
 
     async def _media_call(
