@@ -274,6 +274,7 @@ def build_runner(
         frame_ms=settings.vad.frame_ms,
         send_ahead_ms=settings.playout.send_ahead_ms,
         barge_in=settings.barge_in,
+        limits=settings.limits,
     )
     return SessionRunner(services, session)
 

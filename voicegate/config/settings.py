@@ -9,6 +9,7 @@ appear only as names of environment variables (``auth_token_env``); the CLI reso
 from __future__ import annotations
 
 import enum
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
@@ -63,6 +65,14 @@ class ServerSettings:
             _check_public_url(self.public_url)
 
 
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def _check_public_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in _URL_SCHEMES or not parts.netloc:
@@ -93,12 +103,17 @@ class TwilioSettings:
     auth_token_env: str = ""
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    stream_secret_env: str = ""
+    stream_token_ttl_s: float = 300.0
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
-        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
-            raise ConfigError(
-                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
-            )
+        for name in ("auth_token_env", "stream_secret_env"):
+            value = getattr(self, name)
+            if value and not _ENV_NAME.fullmatch(value):
+                raise ConfigError(f"{name} must name an environment variable, got {value!r}")
+        if not self.stream_token_ttl_s > 0:
+            raise ConfigError(f"stream_token_ttl_s must be positive: {self.stream_token_ttl_s}")
         if any(not name for name in self.parameters):
             raise ConfigError("parameters must not have an empty name")
         clashes = sorted(set(self.parameters) & set(self.webhook_fields))
@@ -114,8 +129,15 @@ class BrowserSettings:
 
     enabled: bool = True
     output_sample_rate: int = 16000
+    allowed_origins: tuple[str, ...] = ()
+    api_key_env: str = ""
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ConfigError(
+                f"api_key_env must name an environment variable: {self.api_key_env!r}"
+            )
         if self.output_sample_rate not in BROWSER_SAMPLE_RATES:
             raise ConfigError(
                 f"output_sample_rate must be one of {BROWSER_SAMPLE_RATES}, "
@@ -201,29 +223,73 @@ class Settings:
     speech: SpeechSettings = field(default_factory=SpeechSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    limits: Limits = field(default_factory=Limits)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        twilio = self.providers.twilio
-        if twilio.enabled and twilio.auth_token_env:
-            return {"providers.twilio.auth_token_env": twilio.auth_token_env}
-        return {}
-
-    def gateway_options(self, *, twilio_auth_token: str | None = None) -> GatewayOptions:
-        """The server's options; secrets are passed in already resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
+        names = {
+            "providers.twilio.auth_token_env": twilio.auth_token_env if twilio.enabled else "",
+            "providers.twilio.stream_secret_env": (
+                twilio.stream_secret_env if twilio.enabled else ""
+            ),
+            "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
+        }
+        return {path: name for path, name in names.items() if name}
+
+    def check_exposure(self) -> None:
+        """Refuse to listen beyond this machine with a provider route left unauthenticated.
+
+        The secure setup is the default one off loopback (issue 15, SECURITY.md); each route
+        may opt out with ``allow_unauthenticated: true``.
+        """
+        if _loopback(self.server.host):
+            return
+        twilio, browser = self.providers.twilio, self.providers.browser
+        problems = []
+        signed = bool(twilio.auth_token_env and twilio.stream_secret_env)
+        if twilio.enabled and not twilio.allow_unauthenticated and not signed:
+            problems.append("providers.twilio needs auth_token_env and stream_secret_env")
+        if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
+            problems.append("providers.browser needs api_key_env")
+        if problems:
+            raise ConfigError(
+                f"server.host {self.server.host} accepts calls from other machines, but "
+                + "; ".join(problems)
+                + " (or allow_unauthenticated: true; see SECURITY.md)"
+            )
+
+    def gateway_options(
+        self,
+        *,
+        twilio_auth_token: str | None = None,
+        secrets: Mapping[str, str] = MappingProxyType({}),
+    ) -> GatewayOptions:
+        """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
+        twilio, browser = self.providers.twilio, self.providers.browser
+        if twilio_auth_token is None:
+            twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
             public_url=self.server.public_url,
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
+            limits=self.limits,
             twilio=TwilioOptions(
                 parameters=twilio.parameters,
                 webhook_fields=twilio.webhook_fields,
                 auth_token=twilio_auth_token,
+                stream_secret=secrets.get("providers.twilio.stream_secret_env"),
+                stream_token_ttl_s=twilio.stream_token_ttl_s,
             )
             if twilio.enabled
             else None,
-            browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
+            browser=BrowserOptions(
+                browser.output_sample_rate,
+                allowed_origins=browser.allowed_origins,
+                api_key=secrets.get("providers.browser.api_key_env"),
+            )
+            if browser.enabled
+            else None,
         )

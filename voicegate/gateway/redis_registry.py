@@ -32,8 +32,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
-from voicegate.gateway.calls import Refusal
-from voicegate.gateway.transport import CLOSE_TRY_AGAIN_LATER
+from voicegate.gateway.transport import CLOSE_TRY_AGAIN_LATER, Refusal
 
 log = logging.getLogger(__name__)
 
