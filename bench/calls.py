@@ -221,6 +221,13 @@ class GatewayProcess:
         data = yaml.safe_load(config.read_text()) or {}
         data.setdefault("store", {})["data_dir"] = str(tmp / "data")
         data.setdefault("server", {})["capacity"] = capacity
+        # Every caller connects from 127.0.0.1: the per-address limits (issue 15) are sized
+        # for real providers, so the bench lifts them to the level it runs.
+        limits = data.setdefault("limits", {})
+        limits["sockets_per_ip"] = capacity
+        limits["requests_per_ip_per_s"] = float(capacity)
+        limits["requests_per_ip_burst"] = capacity
+        limits["max_waiting_for_start"] = capacity
         self.config = tmp / "voicegate.yml"
         self.config.write_text(yaml.safe_dump(data))
         self.stderr_path = tmp / "serve.stderr"
