@@ -56,6 +56,13 @@ KNOWN_KEYS = [
     "version",
     "metadata",
     "reason",
+    # snake_case dialects (Telnyx, providers.md §b.4)
+    "stream_id",
+    "sequence_number",
+    "call_control_id",
+    "media_format",
+    "sample_rate",
+    "custom_parameters",
 ]
 Path = tuple[str | int, ...]
 

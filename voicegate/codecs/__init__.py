@@ -1,6 +1,6 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
-One module per dialect (``twilio``, ``browser``), each a small class holding one call's
+One module per dialect (``twilio``, ``browser``, ``telnyx``), each a small class holding one call's
 protocol state; the events, commands and capabilities they share live in ``events``,
 ``commands`` and ``base``. Codecs never do I/O and never transcode audio (design §3).
 """
@@ -26,6 +26,7 @@ from voicegate.codecs.events import (
     Event,
     MarkReached,
 )
+from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
 
 __all__ = [
@@ -49,5 +50,6 @@ __all__ = [
     "PublishEvent",
     "ResumePlayback",
     "SetMark",
+    "TelnyxCodec",
     "TwilioCodec",
 ]
