@@ -75,7 +75,7 @@ def serve_main(
     )
     secrets = resolve_secrets(settings, environ)
     options = settings.gateway_options(
-        twilio_auth_token=secrets.get("providers.twilio.auth_token_env")
+        twilio_auth_token=secrets.get("providers.twilio.auth_token_env"), secrets=secrets
     )
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

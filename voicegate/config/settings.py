@@ -22,7 +22,9 @@ from voicegate.gateway.options import (
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
     GatewayOptions,
+    TelnyxOptions,
     TwilioOptions,
+    telnyx_format,
 )
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
@@ -117,11 +119,53 @@ class BrowserSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TelnyxSettings:
+    """``providers.telnyx``: the TeXML webhook and the Media Streaming route."""
+
+    enabled: bool = True
+    public_key_env: str = ""
+    stream_auth_token_env: str = ""
+    bidirectional_codec: str = "PCMU"
+    bidirectional_sampling_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+
+    def __post_init__(self) -> None:
+        for key in ("public_key_env", "stream_auth_token_env"):
+            name = getattr(self, key)
+            if name and not _ENV_NAME.fullmatch(name):
+                raise ConfigError(f"{key} must name an environment variable, got {name!r}")
+        telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+        if any(not name for name in self.parameters):
+            raise ConfigError("parameters must not have an empty name")
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secrets this section names."""
+        names = {
+            "providers.telnyx.public_key_env": self.public_key_env,
+            "providers.telnyx.stream_auth_token_env": self.stream_auth_token_env,
+        }
+        return {path: name for path, name in names.items() if name and self.enabled}
+
+    def options(self, secrets: Mapping[str, str]) -> TelnyxOptions:
+        """The server's Telnyx options, with the secrets the CLI resolved."""
+        return TelnyxOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            bidirectional_codec=self.bidirectional_codec,
+            bidirectional_sampling_rate=self.bidirectional_sampling_rate,
+            public_key=secrets.get("providers.telnyx.public_key_env"),
+            stream_auth_token=secrets.get("providers.telnyx.stream_auth_token_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
     twilio: TwilioSettings = field(default_factory=TwilioSettings)
     browser: BrowserSettings = field(default_factory=BrowserSettings)
+    telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,14 +215,21 @@ class Settings:
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
+        names = self.providers.telnyx.secret_env_names()
         twilio = self.providers.twilio
         if twilio.enabled and twilio.auth_token_env:
-            return {"providers.twilio.auth_token_env": twilio.auth_token_env}
-        return {}
+            names["providers.twilio.auth_token_env"] = twilio.auth_token_env
+        return names
 
-    def gateway_options(self, *, twilio_auth_token: str | None = None) -> GatewayOptions:
-        """The server's options; secrets are passed in already resolved by the CLI."""
+    def gateway_options(
+        self,
+        *,
+        twilio_auth_token: str | None = None,
+        secrets: Mapping[str, str] = MappingProxyType({}),
+    ) -> GatewayOptions:
+        """The server's options; secrets (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
+        telnyx = self.providers.telnyx
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
@@ -193,4 +244,5 @@ class Settings:
             if twilio.enabled
             else None,
             browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
+            telnyx=telnyx.options(secrets) if telnyx.enabled else None,
         )

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
+from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
+from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
 from voicegate.errors import ConfigError
+from voicegate.gateway.telnyx_texml import public_key
+from voicegate.types import AudioFormat
 
 #: Webhook form fields forwarded by default as TwiML ``<Parameter>`` (they reach the session as
 #: ``customParameters`` of Twilio's ``start`` message, providers.md §b.1).
@@ -29,6 +33,46 @@ class TwilioOptions:
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
     # The account's auth token; when set, webhooks must carry a valid X-Twilio-Signature.
     auth_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TelnyxOptions:
+    """The Telnyx routes: ``POST /telnyx/texml`` (TeXML) and the ``/telnyx`` media stream."""
+
+    # Static <Parameter name=.. value=..> pairs written into every <Stream>.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # TeXML webhook form fields copied into <Parameter>s under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    # bidirectionalCodec / bidirectionalSamplingRate: what the gateway sends back.
+    bidirectional_codec: str = "PCMU"
+    bidirectional_sampling_rate: int = 8000
+    # The account's base64 Ed25519 public key; when set, webhooks must be signed with it.
+    public_key: str | None = field(default=None, repr=False)
+    # Call Control stream_auth_token; when set, stream upgrades must carry it.
+    stream_auth_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Fail when the server is built, not on the first Telnyx call.
+        telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+        if self.public_key is not None:
+            public_key(self.public_key)
+
+    @property
+    def outbound_format(self) -> AudioFormat:
+        """The wire format of the audio sent back to Telnyx."""
+        return telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+
+
+def telnyx_format(codec: str, sample_rate: int) -> AudioFormat:
+    """The audio format a TeXML ``bidirectionalCodec`` and ``bidirectionalSamplingRate`` name."""
+    encoding = TELNYX_ENCODINGS.get(codec)
+    if encoding is None:
+        raise ConfigError(
+            f"bidirectional_codec must be one of {sorted(TELNYX_ENCODINGS)}, got {codec!r}"
+        )
+    audio_format = AudioFormat(encoding, sample_rate)
+    check_telnyx_format(audio_format)
+    return audio_format
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +103,4 @@ class GatewayOptions:
     shutdown_deadline_s: float = 30.0
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)
+    telnyx: TelnyxOptions | None = field(default_factory=TelnyxOptions)

@@ -3,6 +3,8 @@
 ==========================  ============================================================
 ``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
+``GET /telnyx``             Telnyx Media Streaming WebSocket (docs/protocols/telnyx.md)
+``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -18,13 +20,15 @@ application was built with. The routes of a disabled provider are not registered
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
 
-from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
+from voicegate.codecs import BrowserCodec, Codec, Hangup, TelnyxCodec, TwilioCodec
+from voicegate.gateway import telnyx_texml
 from voicegate.gateway.calls import CallRegistry, Refusal, run_call
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.transport import CallRunner, Transport
@@ -42,6 +46,8 @@ log = logging.getLogger(__name__)
 TWILIO_STREAM_PATH = "/twilio"
 TWILIO_WEBHOOK_PATH = "/twilio/voice"
 BROWSER_PATH = "/browser"
+TELNYX_STREAM_PATH = "/telnyx"
+TELNYX_WEBHOOK_PATH = "/telnyx/texml"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -77,6 +83,9 @@ def build_app(
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
+    if options.telnyx is not None:
+        app.router.add_post(TELNYX_WEBHOOK_PATH, routes.telnyx_texml)
+        app.router.add_get(TELNYX_STREAM_PATH, routes.telnyx_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", browser_page)
@@ -160,6 +169,42 @@ class _Routes:
     async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
         """A Twilio Media Streams call."""
         return await self._media_call(request, "twilio", lambda call_id: TwilioCodec())
+
+    async def telnyx_texml(self, request: web.Request) -> web.Response:
+        """Answer Telnyx's TeXML webhook with TeXML that streams the call to ``/telnyx``."""
+        telnyx = self._options.telnyx
+        assert telnyx is not None  # the route exists only when Telnyx is enabled
+        body = await request.read()
+        if telnyx.public_key is not None:
+            key = telnyx_texml.public_key(telnyx.public_key)
+            problem = telnyx_texml.signature_problem(key, body, request.headers, now_s=time.time())
+            if problem is not None:
+                return telnyx_texml.forbidden(problem)
+        refusal = self._calls.refusal()
+        if refusal is not None:
+            return web.Response(status=503, text=refusal.reason + "\n")
+        form = await request.post()
+        fields = {name: value for name, value in form.items() if isinstance(value, str)}
+        base = external_base(self._options.public_url, request.scheme, request.host)
+        texml = telnyx_texml.connect_stream_texml(
+            websocket_url(base, TELNYX_STREAM_PATH),
+            stream_parameters(telnyx.parameters, telnyx.webhook_fields, fields),
+            codec=telnyx.bidirectional_codec,
+            sample_rate=telnyx.bidirectional_sampling_rate,
+        )
+        return web.Response(text=texml, content_type="text/xml")
+
+    async def telnyx_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Telnyx Media Streaming call."""
+        telnyx = self._options.telnyx
+        assert telnyx is not None  # the route exists only when Telnyx is enabled
+        token = telnyx.stream_auth_token
+        if token is not None and not telnyx_texml.stream_token_valid(token, request.headers):
+            return telnyx_texml.forbidden(f"missing or wrong {telnyx_texml.STREAM_TOKEN_HEADER}")
+        outbound = telnyx.outbound_format
+        return await self._media_call(
+            request, "telnyx", lambda call_id: TelnyxCodec(outbound_format=outbound)
+        )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""

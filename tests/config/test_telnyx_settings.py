@@ -1,0 +1,54 @@
+"""``providers.telnyx`` settings: keys, checks, secrets and the options they become."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicegate.config import Settings
+from voicegate.config.loader import parse_settings
+from voicegate.errors import ConfigError
+from voicegate.types import AudioEncoding, AudioFormat
+
+KEY = "A" * 43 + "="  # 32 bytes of zeros, base64 (a valid Ed25519 encoding)
+
+
+def test_telnyx_settings_become_options_with_resolved_secrets() -> None:
+    settings = parse_settings(
+        "providers:\n  telnyx:\n    public_key_env: TX_KEY\n    stream_auth_token_env: TX_TOK\n"
+        "    bidirectional_codec: PCMA\n    bidirectional_sampling_rate: 16000\n"
+        "    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {
+        "providers.telnyx.public_key_env": "TX_KEY",
+        "providers.telnyx.stream_auth_token_env": "TX_TOK",
+    }
+    secrets = {
+        "providers.telnyx.public_key_env": KEY,
+        "providers.telnyx.stream_auth_token_env": "t",
+    }
+    telnyx = settings.gateway_options(secrets=secrets).telnyx
+    assert telnyx is not None
+    assert telnyx.public_key == KEY
+    assert telnyx.stream_auth_token == "t"
+    assert telnyx.outbound_format == AudioFormat(AudioEncoding.PCMA, 16000)
+    assert dict(telnyx.parameters) == {"tenant": "acme"}
+
+
+def test_disabled_telnyx_has_no_options_and_no_secrets() -> None:
+    settings = parse_settings("providers:\n  telnyx:\n    enabled: false\n    public_key_env: K\n")
+    assert settings.secret_env_names() == {}
+    assert settings.gateway_options().telnyx is None
+    assert Settings().gateway_options().telnyx is not None  # on by default, like Twilio
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("bidirectional_codec: OPUS", "providers.telnyx.bidirectional_codec: must be one of"),
+        ("bidirectional_sampling_rate: 44100", "sampling rate must be one of"),
+        ("public_key_env: 'not a name'", "providers.telnyx.public_key_env: must name"),
+    ],
+)
+def test_bad_telnyx_settings_name_the_key(yaml_text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_settings(f"providers:\n  telnyx:\n    {yaml_text}\n")
