@@ -18,7 +18,10 @@ from websockets.exceptions import ConnectionClosed
 class EmulatedCaller(Protocol):
     """A provider emulation: opening messages, a tick per 20 ms, answers to gateway messages."""
 
-    now_ms: int
+    @property
+    def now_ms(self) -> int:
+        """Media time of the next tick."""
+        ...
 
     def opening(self) -> list[str]:
         """Messages that open the stream."""
