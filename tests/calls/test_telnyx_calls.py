@@ -14,8 +14,8 @@ import numpy as np
 
 from tests.calls.call_kit import CallWorld, cue, gateway_for, script_of
 from voicegate.callers.driver import drive
-from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.telephone import FRAME_MS
+from voicegate.callers.telnyx import TelnyxCaller
 
 BALANCE = "synth/festival/balance_8k.wav"
 INTERRUPTION = "human/asterisk/please-try-again.wav"
