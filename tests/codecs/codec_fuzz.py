@@ -63,6 +63,10 @@ KNOWN_KEYS = [
     "media_format",
     "sample_rate",
     "custom_parameters",
+    # Plivo (providers.md §b.5)
+    "streamId",
+    "callId",
+    "extra_headers",
 ]
 Path = tuple[str | int, ...]
 
