@@ -19,9 +19,11 @@ from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.options import (
+    DEFAULT_PLIVO_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
     GatewayOptions,
+    PlivoOptions,
     TelnyxOptions,
     TwilioOptions,
     telnyx_format,
@@ -160,12 +162,46 @@ class TelnyxSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class PlivoSettings:
+    """``providers.plivo``: the answer webhook and the Audio Streams route."""
+
+    enabled: bool = True
+    auth_token_env: str = ""
+    content_type: str = "audio/x-mulaw;rate=8000"
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_PLIVO_FIELDS
+
+    def __post_init__(self) -> None:
+        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
+            raise ConfigError(
+                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
+            )
+        self.options({})  # the options' own checks: content_type, extraHeaders characters
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.auth_token_env:
+            return {"providers.plivo.auth_token_env": self.auth_token_env}
+        return {}
+
+    def options(self, secrets: Mapping[str, str]) -> PlivoOptions:
+        """The server's Plivo options, with the secret the CLI resolved."""
+        return PlivoOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            content_type=self.content_type,
+            auth_token=secrets.get("providers.plivo.auth_token_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
     twilio: TwilioSettings = field(default_factory=TwilioSettings)
     browser: BrowserSettings = field(default_factory=BrowserSettings)
     telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
+    plivo: PlivoSettings = field(default_factory=PlivoSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +251,7 @@ class Settings:
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        names = self.providers.telnyx.secret_env_names()
+        names = self.providers.telnyx.secret_env_names() | self.providers.plivo.secret_env_names()
         twilio = self.providers.twilio
         if twilio.enabled and twilio.auth_token_env:
             names["providers.twilio.auth_token_env"] = twilio.auth_token_env
@@ -229,7 +265,7 @@ class Settings:
     ) -> GatewayOptions:
         """The server's options; secrets (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
-        telnyx = self.providers.telnyx
+        telnyx, plivo = self.providers.telnyx, self.providers.plivo
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
@@ -245,4 +281,5 @@ class Settings:
             else None,
             browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
+            plivo=plivo.options(secrets) if plivo.enabled else None,
         )

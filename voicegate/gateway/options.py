@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
+from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
 from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
 from voicegate.errors import ConfigError
@@ -75,6 +76,38 @@ def telnyx_format(codec: str, sample_rate: int) -> AudioFormat:
     return audio_format
 
 
+#: Plivo answer form fields forwarded by default as extraHeaders (CallUUID is in start).
+DEFAULT_PLIVO_FIELDS = ("From", "To")
+
+
+@dataclass(frozen=True, slots=True)
+class PlivoOptions:
+    """The Plivo routes: ``POST /plivo/answer`` (Plivo XML) and the ``/plivo`` audio stream."""
+
+    # Static extraHeaders name=value pairs (letters and digits only, Plivo's rule).
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Answer form fields copied into extraHeaders under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_PLIVO_FIELDS
+    # <Stream contentType>: the audio both ways.
+    content_type: str = "audio/x-mulaw;rate=8000"
+    # The account's auth token; when set, webhooks need a valid X-Plivo-Signature-V3 and the
+    # stream URL carries a key derived from it.
+    auth_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        plivo_format(self.content_type)  # fail when the server is built
+        for name, value in self.parameters.items():
+            if not (name + value).isascii() or not (name + value).isalnum():
+                raise ConfigError(
+                    f"plivo parameters must be letters and digits only (extraHeaders): {name!r}"
+                )
+
+    @property
+    def outbound_format(self) -> AudioFormat:
+        """The wire format of the audio sent back to Plivo (the stream's contentType)."""
+        return plivo_format(self.content_type)
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
@@ -104,3 +137,4 @@ class GatewayOptions:
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)
     telnyx: TelnyxOptions | None = field(default_factory=TelnyxOptions)
+    plivo: PlivoOptions | None = field(default_factory=PlivoOptions)

@@ -5,6 +5,8 @@
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
 ``GET /telnyx``             Telnyx Media Streaming WebSocket (docs/protocols/telnyx.md)
 ``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
+``GET /plivo``              Plivo Audio Streams WebSocket (docs/protocols/plivo.md)
+``POST /plivo/answer``      Plivo answer webhook: Plivo XML streaming the call to ``/plivo``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -19,6 +21,7 @@ application was built with. The routes of a disabled provider are not registered
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 import uuid
@@ -27,8 +30,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from voicegate.codecs import BrowserCodec, Codec, Hangup, TelnyxCodec, TwilioCodec
-from voicegate.gateway import telnyx_texml
+from voicegate.codecs import BrowserCodec, Codec, Hangup, PlivoCodec, TelnyxCodec, TwilioCodec
+from voicegate.gateway import plivo_xml, telnyx_texml
 from voicegate.gateway.calls import CallRegistry, Refusal, run_call
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.transport import CallRunner, Transport
@@ -48,6 +51,8 @@ TWILIO_WEBHOOK_PATH = "/twilio/voice"
 BROWSER_PATH = "/browser"
 TELNYX_STREAM_PATH = "/telnyx"
 TELNYX_WEBHOOK_PATH = "/telnyx/texml"
+PLIVO_STREAM_PATH = "/plivo"
+PLIVO_WEBHOOK_PATH = "/plivo/answer"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -86,6 +91,9 @@ def build_app(
     if options.telnyx is not None:
         app.router.add_post(TELNYX_WEBHOOK_PATH, routes.telnyx_texml)
         app.router.add_get(TELNYX_STREAM_PATH, routes.telnyx_stream)
+    if options.plivo is not None:
+        app.router.add_post(PLIVO_WEBHOOK_PATH, routes.plivo_answer)
+        app.router.add_get(PLIVO_STREAM_PATH, routes.plivo_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", browser_page)
@@ -204,6 +212,42 @@ class _Routes:
         outbound = telnyx.outbound_format
         return await self._media_call(
             request, "telnyx", lambda call_id: TelnyxCodec(outbound_format=outbound)
+        )
+
+    async def plivo_answer(self, request: web.Request) -> web.Response:
+        """Answer Plivo's answer webhook with Plivo XML that streams the call to ``/plivo``."""
+        plivo = self._options.plivo
+        assert plivo is not None  # the route exists only when Plivo is enabled
+        form = await request.post()
+        fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
+        base = external_base(self._options.public_url, request.scheme, request.host)
+        stream = websocket_url(base, PLIVO_STREAM_PATH)
+        if plivo.auth_token is not None:
+            url = base + request.rel_url.path_qs
+            if not plivo_xml.signature_valid(plivo.auth_token, url, fields, request.headers):
+                log.warning("plivo webhook: bad %s for %s", plivo_xml.SIGNATURE_HEADER, url)
+                return web.Response(status=403, text=f"invalid {plivo_xml.SIGNATURE_HEADER}\n")
+            stream += f"?{plivo_xml.STREAM_KEY_PARAMETER}={plivo_xml.stream_key(plivo.auth_token)}"
+        refusal = self._calls.refusal()
+        if refusal is not None:
+            return web.Response(status=503, text=refusal.reason + "\n")
+        first_values = {name: values[0] for name, values in fields.items() if values}
+        headers = stream_parameters(plivo.parameters, plivo.webhook_fields, first_values)
+        xml = plivo_xml.stream_xml(stream, headers, content_type=plivo.content_type)
+        return web.Response(text=xml, content_type="application/xml")
+
+    async def plivo_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Plivo Audio Streams call."""
+        plivo = self._options.plivo
+        assert plivo is not None  # the route exists only when Plivo is enabled
+        if plivo.auth_token is not None:
+            given = request.query.get(plivo_xml.STREAM_KEY_PARAMETER, "").encode()
+            if not hmac.compare_digest(given, plivo_xml.stream_key(plivo.auth_token).encode()):
+                log.warning("plivo stream: missing or wrong key")
+                return web.Response(status=403, text="missing or wrong stream key\n")
+        outbound = plivo.outbound_format
+        return await self._media_call(
+            request, "plivo", lambda call_id: PlivoCodec(outbound_format=outbound)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:

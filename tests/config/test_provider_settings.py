@@ -1,4 +1,4 @@
-"""``providers.telnyx`` settings: keys, checks, secrets and the options they become."""
+"""``providers.telnyx`` and ``providers.plivo`` settings: keys, checks, secrets, options."""
 
 from __future__ import annotations
 
@@ -52,3 +52,31 @@ def test_disabled_telnyx_has_no_options_and_no_secrets() -> None:
 def test_bad_telnyx_settings_name_the_key(yaml_text: str, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         parse_settings(f"providers:\n  telnyx:\n    {yaml_text}\n")
+
+
+def test_plivo_settings_become_options_with_the_resolved_token() -> None:
+    settings = parse_settings(
+        "providers:\n  plivo:\n    auth_token_env: PL_TOKEN\n"
+        "    content_type: audio/x-l16;rate=16000\n    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {"providers.plivo.auth_token_env": "PL_TOKEN"}
+    plivo = settings.gateway_options(secrets={"providers.plivo.auth_token_env": "tok"}).plivo
+    assert plivo is not None
+    assert plivo.auth_token == "tok"
+    assert plivo.outbound_format == AudioFormat(AudioEncoding.L16, 16000)
+    assert (
+        parse_settings("providers:\n  plivo:\n    enabled: false\n").gateway_options().plivo is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("content_type: audio/x-alaw;rate=8000", "providers.plivo: plivo content_type must be"),
+        ("parameters: {tenant: acme-corp}", "letters and digits only"),
+        ("auth_token_env: '1X'", "providers.plivo.auth_token_env: must name"),
+    ],
+)
+def test_bad_plivo_settings_name_the_key(yaml_text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_settings(f"providers:\n  plivo:\n    {yaml_text}\n")
