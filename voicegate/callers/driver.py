@@ -35,8 +35,8 @@ class EmulatedCaller(Protocol):
         """Take a gateway message; messages to send back at once."""
         ...
 
-    def closing(self) -> str:
-        """The message that ends the stream."""
+    def closing(self) -> str | None:
+        """The message that ends the stream (None: the provider just closes the socket)."""
         ...
 
     def finished(self, deadline_ms: int) -> bool:
@@ -55,7 +55,8 @@ async def drive(
             listener = tasks.create_task(_listen(socket, caller))
             await _speak(socket, caller, speed=speed, max_ms=max_ms, listener=listener)
             if not listener.done():
-                await socket.send(caller.closing())
+                if (closing := caller.closing()) is not None:
+                    await socket.send(closing)
                 await socket.close()
         return listener.result()
 

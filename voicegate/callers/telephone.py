@@ -87,9 +87,10 @@ class TelephoneLine:
         self.now_ms += FRAME_MS
         return frame, played
 
-    def clear(self) -> list[str]:
-        """The provider's flush: drop the buffer; the pending marks, in order."""
-        return self.playback.clear(self.now_ms, self.frame_bytes // FRAME_MS)
+    def clear(self, *, drop_marks: bool = False) -> list[str]:
+        """The provider's flush: drop the buffer; the pending marks to acknowledge, in order."""
+        bytes_per_ms = self.frame_bytes // FRAME_MS
+        return self.playback.clear(self.now_ms, bytes_per_ms, drop_marks=drop_marks)
 
     def finished(self, deadline_ms: int) -> bool:
         """The script has played out and the bot is done (or the deadline passed)."""

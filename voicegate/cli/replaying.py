@@ -26,6 +26,7 @@ from websockets.exceptions import WebSocketException
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.expect import unmet
+from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
 from voicegate.callers.script import CallerScript
@@ -35,19 +36,25 @@ from voicegate.cli import wiring
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
-from voicegate.gateway.server import BROWSER_PATH, TELNYX_STREAM_PATH, TWILIO_STREAM_PATH
+from voicegate.gateway.server import (
+    BROWSER_PATH,
+    PLIVO_STREAM_PATH,
+    TELNYX_STREAM_PATH,
+    TWILIO_STREAM_PATH,
+)
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller
+Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
     "twilio": TWILIO_STREAM_PATH,
     "browser": BROWSER_PATH,
     "telnyx": TELNYX_STREAM_PATH,
+    "plivo": PLIVO_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000}
+TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -76,6 +83,8 @@ def new_caller(
     if provider == "telnyx":
         ids = {"call_control_id": call_id} if call_id else {}
         return TelnyxCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "plivo":  # the default <Stream contentType>, audio/x-mulaw;rate=8000
+        return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
