@@ -67,6 +67,10 @@ KNOWN_KEYS = [
     "streamId",
     "callId",
     "extra_headers",
+    # Vonage (providers.md §b.3)
+    "content-type",
+    "uuid",
+    "action",
 ]
 Path = tuple[str | int, ...]
 

@@ -1,8 +1,9 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
-One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``), each a small class
-holding one call's protocol state; the events, commands and capabilities they share live in
-``events``, ``commands`` and ``base``. Codecs never do I/O and never transcode audio (design §3).
+One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``), each a
+small class holding one call's protocol state; the events, commands and capabilities they
+share live in ``events``, ``commands`` and ``base``. Codecs never do I/O and never transcode
+audio (design §3).
 """
 
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
@@ -29,6 +30,7 @@ from voicegate.codecs.events import (
 from voicegate.codecs.plivo import PlivoCodec
 from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
+from voicegate.codecs.vonage import VonageCodec
 
 __all__ = [
     "AcceptCall",
@@ -54,4 +56,5 @@ __all__ = [
     "SetMark",
     "TelnyxCodec",
     "TwilioCodec",
+    "VonageCodec",
 ]
