@@ -1,4 +1,4 @@
-"""``providers.telnyx`` and ``providers.plivo`` settings: keys, checks, secrets, options."""
+"""Provider settings (telnyx, plivo, vonage): keys, checks, secrets, options."""
 
 from __future__ import annotations
 
@@ -80,3 +80,18 @@ def test_plivo_settings_become_options_with_the_resolved_token() -> None:
 def test_bad_plivo_settings_name_the_key(yaml_text: str, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         parse_settings(f"providers:\n  plivo:\n    {yaml_text}\n")
+
+
+def test_vonage_settings_become_options_with_the_resolved_secret() -> None:
+    settings = parse_settings(
+        "providers:\n  vonage:\n    signature_secret_env: VG_SECRET\n"
+        "    content_type: audio/l16;rate=8000\n"
+    )
+    assert settings.secret_env_names() == {"providers.vonage.signature_secret_env": "VG_SECRET"}
+    secrets = {"providers.vonage.signature_secret_env": "s"}
+    vonage = settings.gateway_options(secrets=secrets).vonage
+    assert vonage is not None
+    assert vonage.signature_secret == "s"
+    assert vonage.content_type == "audio/l16;rate=8000"
+    with pytest.raises(ConfigError, match=r"providers\.vonage: vonage content_type must be"):
+        parse_settings("providers:\n  vonage:\n    content_type: audio/pcmu\n")

@@ -20,12 +20,14 @@ from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
+    DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
     GatewayOptions,
     PlivoOptions,
     TelnyxOptions,
     TwilioOptions,
+    VonageOptions,
     telnyx_format,
 )
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
@@ -195,6 +197,40 @@ class PlivoSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class VonageSettings:
+    """``providers.vonage``: the answer webhook (NCCO) and the websocket route."""
+
+    enabled: bool = True
+    signature_secret_env: str = ""
+    content_type: str = "audio/l16;rate=16000"
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_VONAGE_FIELDS
+
+    def __post_init__(self) -> None:
+        name = self.signature_secret_env
+        if name and not _ENV_NAME.fullmatch(name):
+            raise ConfigError(
+                f"signature_secret_env must name an environment variable, got {name!r}"
+            )
+        self.options({})  # the options' own checks (content_type)
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.signature_secret_env:
+            return {"providers.vonage.signature_secret_env": self.signature_secret_env}
+        return {}
+
+    def options(self, secrets: Mapping[str, str]) -> VonageOptions:
+        """The server's Vonage options, with the secret the CLI resolved."""
+        return VonageOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            content_type=self.content_type,
+            signature_secret=secrets.get("providers.vonage.signature_secret_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -202,6 +238,7 @@ class ProvidersSettings:
     browser: BrowserSettings = field(default_factory=BrowserSettings)
     telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
     plivo: PlivoSettings = field(default_factory=PlivoSettings)
+    vonage: VonageSettings = field(default_factory=VonageSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +288,12 @@ class Settings:
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        names = self.providers.telnyx.secret_env_names() | self.providers.plivo.secret_env_names()
+        providers = self.providers
+        names = {
+            **providers.telnyx.secret_env_names(),
+            **providers.plivo.secret_env_names(),
+            **providers.vonage.secret_env_names(),
+        }
         twilio = self.providers.twilio
         if twilio.enabled and twilio.auth_token_env:
             names["providers.twilio.auth_token_env"] = twilio.auth_token_env
@@ -265,7 +307,7 @@ class Settings:
     ) -> GatewayOptions:
         """The server's options; secrets (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
-        telnyx, plivo = self.providers.telnyx, self.providers.plivo
+        telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
@@ -282,4 +324,5 @@ class Settings:
             browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
             plivo=plivo.options(secrets) if plivo.enabled else None,
+            vonage=vonage.options(secrets) if vonage.enabled else None,
         )

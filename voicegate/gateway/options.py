@@ -15,6 +15,7 @@ from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
 from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
+from voicegate.codecs.vonage import vonage_format
 from voicegate.errors import ConfigError
 from voicegate.gateway.telnyx_texml import public_key
 from voicegate.types import AudioFormat
@@ -108,6 +109,28 @@ class PlivoOptions:
         return plivo_format(self.content_type)
 
 
+#: Vonage answer parameters forwarded by default as websocket headers.
+DEFAULT_VONAGE_FIELDS = ("uuid", "from", "to")
+
+
+@dataclass(frozen=True, slots=True)
+class VonageOptions:
+    """The Vonage routes: ``/vonage/answer`` (NCCO, GET or POST) and the ``/vonage`` socket."""
+
+    # Static websocket headers, sent back in the socket's first message.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Answer parameters copied into the headers under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_VONAGE_FIELDS
+    # The endpoint's content-type: L16 at 8000 or 16000 Hz, both ways.
+    content_type: str = "audio/l16;rate=16000"
+    # The account's signature secret; when set, webhooks need a valid signed JWT and the
+    # websocket URI carries a key derived from it.
+    signature_secret: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        vonage_format(self.content_type)  # fail when the server is built
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
@@ -138,3 +161,4 @@ class GatewayOptions:
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)
     telnyx: TelnyxOptions | None = field(default_factory=TelnyxOptions)
     plivo: PlivoOptions | None = field(default_factory=PlivoOptions)
+    vonage: VonageOptions | None = field(default_factory=VonageOptions)

@@ -7,6 +7,8 @@
 ``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
 ``GET /plivo``              Plivo Audio Streams WebSocket (docs/protocols/plivo.md)
 ``POST /plivo/answer``      Plivo answer webhook: Plivo XML streaming the call to ``/plivo``
+``GET /vonage``             Vonage Voice API WebSocket (docs/protocols/vonage.md)
+``GET|POST /vonage/answer`` Vonage answer webhook: an NCCO connecting the call to ``/vonage``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -30,8 +32,16 @@ from pathlib import Path
 
 from aiohttp import web
 
-from voicegate.codecs import BrowserCodec, Codec, Hangup, PlivoCodec, TelnyxCodec, TwilioCodec
-from voicegate.gateway import plivo_xml, telnyx_texml
+from voicegate.codecs import (
+    BrowserCodec,
+    Codec,
+    Hangup,
+    PlivoCodec,
+    TelnyxCodec,
+    TwilioCodec,
+    VonageCodec,
+)
+from voicegate.gateway import plivo_xml, telnyx_texml, vonage_ncco
 from voicegate.gateway.calls import CallRegistry, Refusal, run_call
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.transport import CallRunner, Transport
@@ -53,6 +63,8 @@ TELNYX_STREAM_PATH = "/telnyx"
 TELNYX_WEBHOOK_PATH = "/telnyx/texml"
 PLIVO_STREAM_PATH = "/plivo"
 PLIVO_WEBHOOK_PATH = "/plivo/answer"
+VONAGE_STREAM_PATH = "/vonage"
+VONAGE_WEBHOOK_PATH = "/vonage/answer"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -94,6 +106,10 @@ def build_app(
     if options.plivo is not None:
         app.router.add_post(PLIVO_WEBHOOK_PATH, routes.plivo_answer)
         app.router.add_get(PLIVO_STREAM_PATH, routes.plivo_stream)
+    if options.vonage is not None:
+        app.router.add_get(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
+        app.router.add_post(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
+        app.router.add_get(VONAGE_STREAM_PATH, routes.vonage_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", browser_page)
@@ -250,6 +266,43 @@ class _Routes:
             request, "plivo", lambda call_id: PlivoCodec(outbound_format=outbound)
         )
 
+    async def vonage_answer(self, request: web.Request) -> web.Response:
+        """Answer Vonage's answer webhook with an NCCO connecting the call to ``/vonage``."""
+        vonage = self._options.vonage
+        assert vonage is not None  # the route exists only when Vonage is enabled
+        base = external_base(self._options.public_url, request.scheme, request.host)
+        uri = websocket_url(base, VONAGE_STREAM_PATH)
+        if vonage.signature_secret is not None:
+            authorization = request.headers.get("Authorization", "")
+            secret = vonage.signature_secret
+            problem = vonage_ncco.jwt_problem(secret, authorization, now_s=time.time())
+            if problem is not None:
+                log.warning("vonage webhook: %s", problem)
+                return web.Response(status=403, text=problem + "\n")
+            uri += f"?{vonage_ncco.STREAM_KEY_PARAMETER}={vonage_ncco.stream_key(secret)}"
+        refusal = self._calls.refusal()
+        if refusal is not None:
+            return web.Response(status=503, text=refusal.reason + "\n")
+        fields = await _answer_fields(request)
+        headers = dict(stream_parameters(vonage.parameters, vonage.webhook_fields, fields))
+        ncco = vonage_ncco.connect_ncco(uri, headers, content_type=vonage.content_type)
+        return web.json_response(ncco)
+
+    async def vonage_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Vonage websocket leg."""
+        vonage = self._options.vonage
+        assert vonage is not None  # the route exists only when Vonage is enabled
+        if vonage.signature_secret is not None:
+            given = request.query.get(vonage_ncco.STREAM_KEY_PARAMETER, "").encode()
+            expected = vonage_ncco.stream_key(vonage.signature_secret).encode()
+            if not hmac.compare_digest(given, expected):
+                log.warning("vonage stream: missing or wrong key")
+                return web.Response(status=403, text="missing or wrong stream key\n")
+        content_type = vonage.content_type
+        return await self._media_call(
+            request, "vonage", lambda call_id: VonageCodec(call_id, content_type=content_type)
+        )
+
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
         browser = self._options.browser
@@ -289,6 +342,19 @@ class _Routes:
             self._calls.release(admitted)
         log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
+
+
+async def _answer_fields(request: web.Request) -> dict[str, str]:
+    """Vonage's answer parameters: the query of a GET, or a POST's JSON object body."""
+    if request.method != "POST":
+        return dict(request.query)
+    try:
+        body = await request.json()
+    except ValueError:
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return {str(key): value for key, value in body.items() if isinstance(value, str)}
 
 
 async def refuse(transport: Transport, codec: Codec, refusal: Refusal) -> None:
