@@ -1,4 +1,4 @@
-"""The emulated Telnyx and Plivo callers behave as their providers document."""
+"""The emulated Telnyx, Plivo and Vonage callers behave as their providers document."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telnyx import TelnyxCaller
+from voicegate.callers.vonage import VonageCaller
 from voicegate.errors import RemoteProtocolError
 
 QUIET = CallerScript([], 8000, tail_ms=0)
@@ -74,3 +75,27 @@ def test_plivo_caller_refuses_audio_in_another_format() -> None:
         caller.receive(json.dumps(wrong))
     with pytest.raises(RemoteProtocolError, match="not ours"):
         caller.receive(json.dumps({"event": "clearAudio", "streamId": "other"}))
+
+
+def test_vonage_caller_takes_exact_20_ms_frames_and_answers_notify_and_clear() -> None:
+    caller = VonageCaller(CallerScript([], 16000, tail_ms=0), uuid="u1")
+    first = json.loads(caller.opening()[0])
+    assert first == {
+        "event": "websocket:connected",
+        "content-type": "audio/l16;rate=16000",
+        "uuid": "u1",
+    }
+    assert caller.closing() is None
+    with pytest.raises(RemoteProtocolError, match="is not 20 ms"):
+        caller.receive(bytes(320))
+    notify = {"action": "notify", "payload": {"name": "n1", "extra": 1}}
+    assert json.loads(caller.receive(json.dumps(notify))[0]) == {
+        "event": "websocket:notify",
+        "payload": {"name": "n1", "extra": 1},
+    }
+    caller.receive(bytes(640))
+    caller.receive(json.dumps({**notify, "payload": {"name": "n2"}}))
+    assert caller.receive(json.dumps({"action": "clear"})) == ['{"event": "websocket:cleared"}']
+    assert [message for message in caller.tick() if isinstance(message, str)] == []
+    with pytest.raises(RemoteProtocolError, match="does not accept"):
+        caller.receive(json.dumps({"action": "talk"}))

@@ -32,6 +32,7 @@ from voicegate.callers.scenario import Scenario, load_scenario
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
+from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
@@ -41,9 +42,10 @@ from voicegate.gateway.server import (
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
+    VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller
+Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -51,10 +53,11 @@ PROVIDER_PATHS = {
     "browser": BROWSER_PATH,
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
+    "vonage": VONAGE_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000}
+TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -85,6 +88,8 @@ def new_caller(
         return TelnyxCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
     if provider == "plivo":  # the default <Stream contentType>, audio/x-mulaw;rate=8000
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "vonage":  # L16 at 16 kHz, the default content-type
+        return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
