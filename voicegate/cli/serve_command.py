@@ -20,6 +20,7 @@ from typing import Any
 from voicegate.cli import wiring
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings
 from voicegate.errors import ConfigError
+from voicegate.gateway import server
 from voicegate.gateway.lifecycle import Gateway, serve
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
@@ -153,6 +154,7 @@ def announce(gateway: Gateway) -> None:
         lines.append(f"           media stream {ws}{TWILIO_STREAM_PATH}")
     if gateway.options.browser is not None:
         lines.append(f"  browser: open {base}/ (the page), or connect to {ws}{BROWSER_PATH}")
+    lines += provider_lines(gateway.options, base, ws)
     if gateway.options.twilio is not None:
         lines.append(
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
@@ -160,3 +162,17 @@ def announce(gateway: Gateway) -> None:
         )
     lines.append("  health:  /healthz, /readyz; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)
+
+
+def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
+    """The Telnyx, Plivo and Vonage routes of the banner (docs/protocols/NAME.md)."""
+    routes = [
+        ("telnyx", options.telnyx, server.TELNYX_WEBHOOK_PATH, server.TELNYX_STREAM_PATH),
+        ("plivo", options.plivo, server.PLIVO_WEBHOOK_PATH, server.PLIVO_STREAM_PATH),
+        ("vonage", options.vonage, server.VONAGE_WEBHOOK_PATH, server.VONAGE_STREAM_PATH),
+    ]
+    return [
+        f"  {name + ':':8} webhook {base}{webhook}, media stream {ws}{stream}"
+        for name, enabled, webhook, stream in routes
+        if enabled is not None
+    ]
