@@ -33,19 +33,23 @@ from voicegate.gateway.options import (
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
 
+#: More worker processes than this is a typo, not a deployment (each loads the models).
+MAX_WORKERS = 256
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL_SCHEMES = ("http", "https", "ws", "wss")
 
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """``server``: where to listen and how many calls to take."""
+    """``server``: where to listen, how many calls to take, and in how many processes."""
 
     host: str = "127.0.0.1"
     port: int = 8080
     public_url: str | None = None
     capacity: int = 100
     shutdown_deadline_s: float = 30.0
+    workers: int = 0  # worker processes sharing the port; 0: one per CPU core
+    uvloop: bool = True  # run the event loops on uvloop (libuv) rather than asyncio's own
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -54,6 +58,8 @@ class ServerSettings:
             raise ConfigError(f"port must be between 0 and 65535, got {self.port}")
         if self.capacity < 1:
             raise ConfigError(f"capacity must be at least 1, got {self.capacity}")
+        if not 0 <= self.workers <= MAX_WORKERS:
+            raise ConfigError(f"workers must be between 0 and {MAX_WORKERS}, got {self.workers}")
         if self.shutdown_deadline_s < 0:
             raise ConfigError(
                 f"shutdown_deadline_s must not be negative: {self.shutdown_deadline_s}"

@@ -11,6 +11,7 @@ import asyncio
 import enum
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError
@@ -85,13 +86,69 @@ class ActiveCall:
             self.close_code, self.close_reason = code, reason
 
 
-class CallRegistry:
-    """Active calls by id, admitted up to ``capacity`` while the gateway is open."""
+class CapacityGate(Protocol):
+    """Admission against a capacity shared by every process serving the deployment's calls.
+
+    :class:`LocalCapacityGate` counts one process's calls; ``scoreboard.SharedCapacityGate``
+    counts those of every worker of ``voicegate serve --workers N``.
+    """
+
+    @property
+    def capacity(self) -> int:
+        """Calls admitted at once."""
+        ...
+
+    def active_calls(self) -> int:
+        """Calls admitted and not yet released, across everything the gate spans."""
+        ...
+
+    def try_admit(self) -> bool:
+        """Count one more call unless at capacity; checked and counted in one step."""
+        ...
+
+    def release(self) -> None:
+        """Count one admitted call as ended."""
+        ...
+
+
+class LocalCapacityGate:
+    """A :class:`CapacityGate` counting the calls of this process only."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self._capacity = capacity
+        self._active = 0
+
+    @property
+    def capacity(self) -> int:
+        """Calls admitted at once."""
+        return self._capacity
+
+    def active_calls(self) -> int:
+        """Calls admitted and not yet released."""
+        return self._active
+
+    def try_admit(self) -> bool:
+        """Count one more call unless at capacity."""
+        if self._active >= self._capacity:
+            return False
+        self._active += 1
+        return True
+
+    def release(self) -> None:
+        """Count one call as ended."""
+        self._active = max(0, self._active - 1)
+
+
+class CallRegistry:
+    """Active calls by id, admitted through a :class:`CapacityGate` while the gateway is open.
+
+    An ``int`` capacity means a :class:`LocalCapacityGate` of that size.
+    """
+
+    def __init__(self, capacity: int | CapacityGate) -> None:
+        self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
         self._idle = asyncio.Event()
@@ -119,15 +176,18 @@ class CallRegistry:
                 return Refusal(CLOSE_TRY_AGAIN_LATER, "the gateway is starting, try again")
             case Admission.DRAINING:
                 return Refusal(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
-        if len(self._calls) >= self._capacity:
-            return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._capacity} calls)")
+        if self._gate.active_calls() >= self._gate.capacity:
+            return self._full()
         return None
 
+    def _full(self) -> Refusal:
+        return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._gate.capacity} calls)")
+
     def readiness(self) -> Readiness:
-        """Ready means a new call would be admitted."""
+        """Ready means a new call would be admitted; calls are counted across the gate."""
         refusal = self.refusal()
         reason = "ready" if refusal is None else refusal.reason
-        return Readiness(refusal is None, reason, len(self._calls), self._capacity)
+        return Readiness(refusal is None, reason, self._gate.active_calls(), self._gate.capacity)
 
     def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
         """Register a new call, or say why not (checked and registered in one step)."""
@@ -136,6 +196,8 @@ class CallRegistry:
             return refusal
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
+        if not self._gate.try_admit():  # another worker may have taken the last place
+            return self._full()
         call = ActiveCall(call_id, dialect, transport)
         self._calls[call_id] = call
         self._idle.clear()
@@ -143,7 +205,8 @@ class CallRegistry:
 
     def release(self, call: ActiveCall) -> None:
         """Forget a call whose handler has finished."""
-        self._calls.pop(call.call_id, None)
+        if self._calls.pop(call.call_id, None) is not None:
+            self._gate.release()
         if not self._calls:
             self._idle.set()
 
@@ -158,11 +221,18 @@ class CallRegistry:
             return DrainResult(finished=running, closed=0)
         remaining = self.active
         log.info("drain: closing %d call(s) still running", len(remaining))
-        await asyncio.gather(*(_close_going_away(call) for call in remaining))
+        await asyncio.gather(
+            *(_close(call, CLOSE_GOING_AWAY, SHUTDOWN_REASON) for call in remaining)
+        )
         if not await self._wait_idle(CANCEL_GRACE_S):
             stuck = ", ".join(call.call_id for call in self.active)
             log.error("calls still running %.0f s after cancellation: %s", CANCEL_GRACE_S, stuck)
         return DrainResult(finished=running - len(remaining), closed=len(remaining))
+
+    async def abort(self, code: int, reason: str) -> None:
+        """Refuse new calls and close every running one now (the worker itself is failing)."""
+        self._admission = Admission.DRAINING
+        await asyncio.gather(*(_close(call, code, reason) for call in self.active))
 
     async def _wait_idle(self, timeout_s: float, hurry: asyncio.Event | None = None) -> bool:
         """Wait until no call is active (True), or the timeout or ``hurry`` came first."""
@@ -179,10 +249,10 @@ class CallRegistry:
         return self._idle.is_set()
 
 
-async def _close_going_away(call: ActiveCall) -> None:
+async def _close(call: ActiveCall, code: int, reason: str) -> None:
     """Tell the peer why, then cancel the runner (its ``finally`` blocks still run)."""
-    call.decide(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
-    await call.transport.close(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+    call.decide(code, reason)
+    await call.transport.close(code, reason)
     if call.task is not None:
         call.task.cancel()
 

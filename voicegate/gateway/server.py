@@ -14,6 +14,7 @@
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
 ``GET /healthz``            the process is alive
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
+``GET /workers``            every worker process: pid, calls, media-loop lag histogram
 ==========================  ============================================================
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
@@ -27,7 +28,7 @@ import hmac
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -44,6 +45,7 @@ from voicegate.codecs import (
 from voicegate.gateway import plivo_xml, telnyx_texml, vonage_ncco
 from voicegate.gateway.calls import CallRegistry, Refusal, run_call
 from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner, Transport
 from voicegate.gateway.twiml import (
     connect_stream_twiml,
@@ -91,12 +93,16 @@ def build_app(
     calls: CallRegistry,
     *,
     call_ids: Callable[[str], str] = new_call_id,
+    board: Scoreboard | None = None,
 ) -> web.Application:
-    """The application serving every route; ``calls`` admits calls and is drained to stop."""
+    """The application serving every route; ``calls`` admits calls and is drained to stop;
+    ``board`` (the workers' scoreboard) enables ``GET /workers``."""
     routes = _Routes(runner, options, calls, call_ids)
     app = web.Application()
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
+    if board is not None:
+        app.router.add_get("/workers", _workers_route(board))
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
@@ -115,6 +121,15 @@ def build_app(
         app.router.add_get("/", browser_page)
         app.router.add_get("/static/{name}", page_file)
     return app
+
+
+def _workers_route(board: Scoreboard) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /workers``: the scoreboard as JSON (README, "Worker processes")."""
+
+    async def workers(request: web.Request) -> web.Response:
+        return web.json_response(board.report().to_json())
+
+    return workers
 
 
 async def browser_page(request: web.Request) -> web.FileResponse:
