@@ -21,12 +21,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from voicegate.gateway.twiml import xml_attribute
+from aiohttp import web
 
+from voicegate.gateway.twiml import (
+    external_base,
+    stream_parameters,
+    websocket_url,
+    xml_attribute,
+)
+
+if TYPE_CHECKING:
+    from voicegate.gateway.calls import Refusal
+    from voicegate.gateway.options import PlivoOptions
+
+log = logging.getLogger(__name__)
+
+#: The audio stream WebSocket route (its answer webhook is POST STREAM_PATH + "/answer").
+STREAM_PATH = "/plivo"
 SIGNATURE_HEADER = "X-Plivo-Signature-V3"
 NONCE_HEADER = "X-Plivo-Signature-V3-Nonce"
 #: The query parameter of the stream URL holding :func:`stream_key`.
@@ -92,3 +109,37 @@ def stream_xml(stream_url: str, headers: Iterable[tuple[str, str]], *, content_t
             "",
         ]
     )
+
+
+async def answer(
+    request: web.Request, plivo: PlivoOptions, public_url: str | None, refusal: Refusal | None
+) -> web.Response:
+    """The answer webhook: check the signature, then Plivo XML streaming the call here."""
+    form = await request.post()
+    fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
+    base = external_base(public_url, request.scheme, request.host)
+    stream = websocket_url(base, STREAM_PATH)
+    if plivo.auth_token is not None:
+        url = base + request.rel_url.path_qs
+        if not signature_valid(plivo.auth_token, url, fields, request.headers):
+            log.warning("plivo webhook: bad %s for %s", SIGNATURE_HEADER, url)
+            return web.Response(status=403, text=f"invalid {SIGNATURE_HEADER}\n")
+        stream += f"?{STREAM_KEY_PARAMETER}={stream_key(plivo.auth_token)}"
+    if refusal is not None:
+        # Plivo then uses the application's fallback answer URL.
+        return web.Response(status=503, text=refusal.reason + "\n")
+    first_values = {name: values[0] for name, values in fields.items() if values}
+    headers = stream_parameters(plivo.parameters, plivo.webhook_fields, first_values)
+    xml = stream_xml(stream, headers, content_type=plivo.content_type)
+    return web.Response(text=xml, content_type="application/xml")
+
+
+def stream_refusal(request: web.Request, plivo: PlivoOptions) -> web.Response | None:
+    """403 for a stream upgrade without the key a signed answer gave out; None to accept."""
+    if plivo.auth_token is None:
+        return None
+    given = request.query.get(STREAM_KEY_PARAMETER, "").encode()
+    if hmac.compare_digest(given, stream_key(plivo.auth_token).encode()):
+        return None
+    log.warning("plivo stream: missing or wrong key")
+    return web.Response(status=403, text="missing or wrong stream key\n")

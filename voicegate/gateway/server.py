@@ -24,9 +24,7 @@ application was built with. The routes of a disabled provider are not registered
 
 from __future__ import annotations
 
-import hmac
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -61,12 +59,12 @@ log = logging.getLogger(__name__)
 TWILIO_STREAM_PATH = "/twilio"
 TWILIO_WEBHOOK_PATH = "/twilio/voice"
 BROWSER_PATH = "/browser"
-TELNYX_STREAM_PATH = "/telnyx"
-TELNYX_WEBHOOK_PATH = "/telnyx/texml"
-PLIVO_STREAM_PATH = "/plivo"
-PLIVO_WEBHOOK_PATH = "/plivo/answer"
-VONAGE_STREAM_PATH = "/vonage"
-VONAGE_WEBHOOK_PATH = "/vonage/answer"
+TELNYX_STREAM_PATH = telnyx_texml.STREAM_PATH
+TELNYX_WEBHOOK_PATH = TELNYX_STREAM_PATH + "/texml"
+PLIVO_STREAM_PATH = plivo_xml.STREAM_PATH
+PLIVO_WEBHOOK_PATH = PLIVO_STREAM_PATH + "/answer"
+VONAGE_STREAM_PATH = vonage_ncco.STREAM_PATH
+VONAGE_WEBHOOK_PATH = VONAGE_STREAM_PATH + "/answer"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -210,111 +208,50 @@ class _Routes:
         return await self._media_call(request, "twilio", lambda call_id: TwilioCodec())
 
     async def telnyx_texml(self, request: web.Request) -> web.Response:
-        """Answer Telnyx's TeXML webhook with TeXML that streams the call to ``/telnyx``."""
+        """Answer Telnyx's TeXML webhook (gateway/telnyx_texml.py)."""
         telnyx = self._options.telnyx
         assert telnyx is not None  # the route exists only when Telnyx is enabled
-        body = await request.read()
-        if telnyx.public_key is not None:
-            key = telnyx_texml.public_key(telnyx.public_key)
-            problem = telnyx_texml.signature_problem(key, body, request.headers, now_s=time.time())
-            if problem is not None:
-                return telnyx_texml.forbidden(problem)
         refusal = self._calls.refusal()
-        if refusal is not None:
-            return web.Response(status=503, text=refusal.reason + "\n")
-        form = await request.post()
-        fields = {name: value for name, value in form.items() if isinstance(value, str)}
-        base = external_base(self._options.public_url, request.scheme, request.host)
-        texml = telnyx_texml.connect_stream_texml(
-            websocket_url(base, TELNYX_STREAM_PATH),
-            stream_parameters(telnyx.parameters, telnyx.webhook_fields, fields),
-            codec=telnyx.bidirectional_codec,
-            sample_rate=telnyx.bidirectional_sampling_rate,
-        )
-        return web.Response(text=texml, content_type="text/xml")
+        return await telnyx_texml.answer(request, telnyx, self._options.public_url, refusal)
 
     async def telnyx_stream(self, request: web.Request) -> web.StreamResponse:
         """A Telnyx Media Streaming call."""
         telnyx = self._options.telnyx
         assert telnyx is not None  # the route exists only when Telnyx is enabled
-        token = telnyx.stream_auth_token
-        if token is not None and not telnyx_texml.stream_token_valid(token, request.headers):
-            return telnyx_texml.forbidden(f"missing or wrong {telnyx_texml.STREAM_TOKEN_HEADER}")
         outbound = telnyx.outbound_format
-        return await self._media_call(
+        return telnyx_texml.stream_refusal(request, telnyx) or await self._media_call(
             request, "telnyx", lambda call_id: TelnyxCodec(outbound_format=outbound)
         )
 
     async def plivo_answer(self, request: web.Request) -> web.Response:
-        """Answer Plivo's answer webhook with Plivo XML that streams the call to ``/plivo``."""
+        """Answer Plivo's answer webhook (gateway/plivo_xml.py)."""
         plivo = self._options.plivo
         assert plivo is not None  # the route exists only when Plivo is enabled
-        form = await request.post()
-        fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
-        base = external_base(self._options.public_url, request.scheme, request.host)
-        stream = websocket_url(base, PLIVO_STREAM_PATH)
-        if plivo.auth_token is not None:
-            url = base + request.rel_url.path_qs
-            if not plivo_xml.signature_valid(plivo.auth_token, url, fields, request.headers):
-                log.warning("plivo webhook: bad %s for %s", plivo_xml.SIGNATURE_HEADER, url)
-                return web.Response(status=403, text=f"invalid {plivo_xml.SIGNATURE_HEADER}\n")
-            stream += f"?{plivo_xml.STREAM_KEY_PARAMETER}={plivo_xml.stream_key(plivo.auth_token)}"
         refusal = self._calls.refusal()
-        if refusal is not None:
-            return web.Response(status=503, text=refusal.reason + "\n")
-        first_values = {name: values[0] for name, values in fields.items() if values}
-        headers = stream_parameters(plivo.parameters, plivo.webhook_fields, first_values)
-        xml = plivo_xml.stream_xml(stream, headers, content_type=plivo.content_type)
-        return web.Response(text=xml, content_type="application/xml")
+        return await plivo_xml.answer(request, plivo, self._options.public_url, refusal)
 
     async def plivo_stream(self, request: web.Request) -> web.StreamResponse:
         """A Plivo Audio Streams call."""
         plivo = self._options.plivo
         assert plivo is not None  # the route exists only when Plivo is enabled
-        if plivo.auth_token is not None:
-            given = request.query.get(plivo_xml.STREAM_KEY_PARAMETER, "").encode()
-            if not hmac.compare_digest(given, plivo_xml.stream_key(plivo.auth_token).encode()):
-                log.warning("plivo stream: missing or wrong key")
-                return web.Response(status=403, text="missing or wrong stream key\n")
         outbound = plivo.outbound_format
-        return await self._media_call(
+        return plivo_xml.stream_refusal(request, plivo) or await self._media_call(
             request, "plivo", lambda call_id: PlivoCodec(outbound_format=outbound)
         )
 
     async def vonage_answer(self, request: web.Request) -> web.Response:
-        """Answer Vonage's answer webhook with an NCCO connecting the call to ``/vonage``."""
+        """Answer Vonage's answer webhook (gateway/vonage_ncco.py)."""
         vonage = self._options.vonage
         assert vonage is not None  # the route exists only when Vonage is enabled
-        base = external_base(self._options.public_url, request.scheme, request.host)
-        uri = websocket_url(base, VONAGE_STREAM_PATH)
-        if vonage.signature_secret is not None:
-            authorization = request.headers.get("Authorization", "")
-            secret = vonage.signature_secret
-            problem = vonage_ncco.jwt_problem(secret, authorization, now_s=time.time())
-            if problem is not None:
-                log.warning("vonage webhook: %s", problem)
-                return web.Response(status=403, text=problem + "\n")
-            uri += f"?{vonage_ncco.STREAM_KEY_PARAMETER}={vonage_ncco.stream_key(secret)}"
         refusal = self._calls.refusal()
-        if refusal is not None:
-            return web.Response(status=503, text=refusal.reason + "\n")
-        fields = await _answer_fields(request)
-        headers = dict(stream_parameters(vonage.parameters, vonage.webhook_fields, fields))
-        ncco = vonage_ncco.connect_ncco(uri, headers, content_type=vonage.content_type)
-        return web.json_response(ncco)
+        return await vonage_ncco.answer(request, vonage, self._options.public_url, refusal)
 
     async def vonage_stream(self, request: web.Request) -> web.StreamResponse:
         """A Vonage websocket leg."""
         vonage = self._options.vonage
         assert vonage is not None  # the route exists only when Vonage is enabled
-        if vonage.signature_secret is not None:
-            given = request.query.get(vonage_ncco.STREAM_KEY_PARAMETER, "").encode()
-            expected = vonage_ncco.stream_key(vonage.signature_secret).encode()
-            if not hmac.compare_digest(given, expected):
-                log.warning("vonage stream: missing or wrong key")
-                return web.Response(status=403, text="missing or wrong stream key\n")
         content_type = vonage.content_type
-        return await self._media_call(
+        return vonage_ncco.stream_refusal(request, vonage) or await self._media_call(
             request, "vonage", lambda call_id: VonageCodec(call_id, content_type=content_type)
         )
 
@@ -357,19 +294,6 @@ class _Routes:
             self._calls.release(admitted)
         log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
-
-
-async def _answer_fields(request: web.Request) -> dict[str, str]:
-    """Vonage's answer parameters: the query of a GET, or a POST's JSON object body."""
-    if request.method != "POST":
-        return dict(request.query)
-    try:
-        body = await request.json()
-    except ValueError:
-        return {}
-    if not isinstance(body, dict):
-        return {}
-    return {str(key): value for key, value in body.items() if isinstance(value, str)}
 
 
 async def refuse(transport: Transport, codec: Codec, refusal: Refusal) -> None:

@@ -21,17 +21,30 @@ import base64
 import binascii
 import hmac
 import logging
+import time
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from voicegate.errors import ConfigError
-from voicegate.gateway.twiml import xml_attribute
+from voicegate.gateway.twiml import (
+    external_base,
+    stream_parameters,
+    websocket_url,
+    xml_attribute,
+)
+
+if TYPE_CHECKING:  # options.py imports this module for public_key()
+    from voicegate.gateway.calls import Refusal
+    from voicegate.gateway.options import TelnyxOptions
 
 log = logging.getLogger(__name__)
 
+#: The Media Streaming WebSocket route (its TeXML webhook is POST STREAM_PATH + "/texml").
+STREAM_PATH = "/telnyx"
 SIGNATURE_HEADER = "telnyx-signature-ed25519"
 TIMESTAMP_HEADER = "telnyx-timestamp"
 STREAM_TOKEN_HEADER = "x-telnyx-streaming-auth-token"
@@ -115,3 +128,36 @@ def forbidden(reason: str) -> web.Response:
     """The answer to a request that failed Telnyx's authentication."""
     log.warning("telnyx: refused a request: %s", reason)
     return web.Response(status=403, text=reason + "\n")
+
+
+async def answer(
+    request: web.Request, telnyx: TelnyxOptions, public_url: str | None, refusal: Refusal | None
+) -> web.Response:
+    """The TeXML webhook: check the signature, then TeXML streaming the call to ``/telnyx``."""
+    body = await request.read()
+    if telnyx.public_key is not None:
+        key = public_key(telnyx.public_key)
+        problem = signature_problem(key, body, request.headers, now_s=time.time())
+        if problem is not None:
+            return forbidden(problem)
+    if refusal is not None:
+        # Telnyx then tries the application's failover URL.
+        return web.Response(status=503, text=refusal.reason + "\n")
+    form = await request.post()
+    fields = {name: value for name, value in form.items() if isinstance(value, str)}
+    base = external_base(public_url, request.scheme, request.host)
+    texml = connect_stream_texml(
+        websocket_url(base, STREAM_PATH),
+        stream_parameters(telnyx.parameters, telnyx.webhook_fields, fields),
+        codec=telnyx.bidirectional_codec,
+        sample_rate=telnyx.bidirectional_sampling_rate,
+    )
+    return web.Response(text=texml, content_type="text/xml")
+
+
+def stream_refusal(request: web.Request, telnyx: TelnyxOptions) -> web.Response | None:
+    """403 for a stream upgrade without the configured auth token; None to accept it."""
+    token = telnyx.stream_auth_token
+    if token is not None and not stream_token_valid(token, request.headers):
+        return forbidden(f"missing or wrong {STREAM_TOKEN_HEADER}")
+    return None

@@ -19,9 +19,23 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
+from voicegate.gateway.twiml import external_base, stream_parameters, websocket_url
+
+if TYPE_CHECKING:
+    from voicegate.gateway.calls import Refusal
+    from voicegate.gateway.options import VonageOptions
+
+log = logging.getLogger(__name__)
+
+#: The WebSocket route (its answer webhook is GET or POST STREAM_PATH + "/answer").
+STREAM_PATH = "/vonage"
 #: The query parameter of the websocket URI holding :func:`stream_key`.
 STREAM_KEY_PARAMETER = "key"
 
@@ -66,3 +80,48 @@ def _segment(part: str) -> dict[str, Any] | None:
 
 def _b64url(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+async def answer(
+    request: web.Request, vonage: VonageOptions, public_url: str | None, refusal: Refusal | None
+) -> web.Response:
+    """The answer webhook: check the signed JWT, then an NCCO connecting the call here."""
+    base = external_base(public_url, request.scheme, request.host)
+    uri = websocket_url(base, STREAM_PATH)
+    secret = vonage.signature_secret
+    if secret is not None:
+        authorization = request.headers.get("Authorization", "")
+        problem = jwt_problem(secret, authorization, now_s=time.time())
+        if problem is not None:
+            log.warning("vonage webhook: %s", problem)
+            return web.Response(status=403, text=problem + "\n")
+        uri += f"?{STREAM_KEY_PARAMETER}={stream_key(secret)}"
+    if refusal is not None:
+        return web.Response(status=503, text=refusal.reason + "\n")
+    fields = await answer_fields(request)
+    headers = dict(stream_parameters(vonage.parameters, vonage.webhook_fields, fields))
+    return web.json_response(connect_ncco(uri, headers, content_type=vonage.content_type))
+
+
+def stream_refusal(request: web.Request, vonage: VonageOptions) -> web.Response | None:
+    """403 for an upgrade without the key a signed answer gave out; None to accept it."""
+    if vonage.signature_secret is None:
+        return None
+    given = request.query.get(STREAM_KEY_PARAMETER, "").encode()
+    if hmac.compare_digest(given, stream_key(vonage.signature_secret).encode()):
+        return None
+    log.warning("vonage stream: missing or wrong key")
+    return web.Response(status=403, text="missing or wrong stream key\n")
+
+
+async def answer_fields(request: web.Request) -> dict[str, str]:
+    """Vonage's answer parameters: the query of a GET, or a POST's JSON object body."""
+    if request.method != "POST":
+        return dict(request.query)
+    try:
+        body = await request.json()
+    except ValueError:
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return {str(key): value for key, value in body.items() if isinstance(value, str)}
