@@ -6,8 +6,8 @@ The gateway is started as a user starts it, as a subprocess::
                     --host 127.0.0.1 --port 0
 
 (the demo project, scripted STT, tone TTS, default VAD; the temporary copy only points
-``store.data_dir`` at a temporary directory and raises ``server.capacity`` to the largest
-level). The port is read from its ``voicegate listening on http://HOST:PORT`` banner. If
+``store.data_dir`` at a temporary directory and raises ``server.capacity`` and the per-address
+ingress limits to the largest level, since every caller connects from 127.0.0.1). The port is read from its ``voicegate listening on http://HOST:PORT`` banner. If
 ``serve`` rejects ``--workers``, it is started without it and the report says so. At the end
 it gets SIGTERM and must exit 0 (``gateway.exit_codes``).
 
@@ -221,6 +221,13 @@ class GatewayProcess:
         data = yaml.safe_load(config.read_text()) or {}
         data.setdefault("store", {})["data_dir"] = str(tmp / "data")
         data.setdefault("server", {})["capacity"] = capacity
+        # Every caller connects from 127.0.0.1: the per-address limits (issue 15) are sized
+        # for real providers, so the bench lifts them to the level it runs.
+        limits = data.setdefault("limits", {})
+        limits["sockets_per_ip"] = capacity
+        limits["requests_per_ip_per_s"] = float(capacity)
+        limits["requests_per_ip_burst"] = capacity
+        limits["max_waiting_for_start"] = capacity
         self.config = tmp / "voicegate.yml"
         self.config.write_text(yaml.safe_dump(data))
         self.stderr_path = tmp / "serve.stderr"

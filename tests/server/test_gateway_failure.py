@@ -16,6 +16,7 @@ from tests.server.server_kit import (
     get_json,
     loopback_options,
     receive_json,
+    twilio_start,
 )
 from voicegate.gateway.calls import Admission
 from voicegate.gateway.lifecycle import CRASH_REASON, Gateway, serve
@@ -54,6 +55,8 @@ async def test_workers_reports_the_gateway_alone() -> None:
     await eventually(lambda: gateway.calls.admission is Admission.OPEN, "the gateway to open")
     async with call(gateway, "/twilio") as client:
         await receive_json(client)
+        await client.send(twilio_start("CA1"))  # a call holds a place from its start on
+        assert await receive_json(client) == {"event": "CallStarted"}
         await eventually(lambda: len(gateway.calls.active) == 1, "the call to run")
         status, body = await get_json(gateway, "/workers")
     stop.set()

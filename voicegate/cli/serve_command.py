@@ -154,9 +154,8 @@ def serve_main(
 def gateway_options(settings: Settings, environ: Mapping[str, str]) -> GatewayOptions:
     """The gateway's options, with the secrets the settings name read from ``environ``."""
     secrets = resolve_secrets(settings, environ)
-    return settings.gateway_options(
-        twilio_auth_token=secrets.get("providers.twilio.auth_token_env"), secrets=secrets
-    )
+    settings.check_exposure()
+    return settings.gateway_options(secrets=secrets)
 
 
 def worker_count(configured: int) -> int:

@@ -20,16 +20,20 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from voicegate.cli.stores import Stores, open_stores
 from voicegate.config import Settings
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
 from voicegate.engine.llm.rules import rules_factory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
-from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
+from voicegate.engine.llm.selection import (
+    ChatModelSettings,
+    UnsupportedProviderError,
+    select_chat_model,
+)
+from voicegate.engine.llm.unavailable import unavailable_factory
 from voicegate.engine.loop.engine import ProjectEngine
-from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
-from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
 from voicegate.engine.seam import DialogueEngine
@@ -77,7 +81,11 @@ def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFac
     if kind == "rules" and not argument:
         return rules_factory(project)  # the offline orchestrator (docs/rules-llm.md)
     if kind == "openai":
-        settings, api_key = openai_model(argument, project, environ)
+        try:
+            settings, api_key = openai_model(argument, project, environ)
+        except UnsupportedProviderError as error:
+            # Fail at the first model call, not at load (issue 17): the project still loads.
+            return unavailable_factory(str(error))
 
         def chat(call_id: str) -> LLMPort:
             return OpenAIChatLLM(settings, api_key)
@@ -100,15 +108,12 @@ def openai_model(
     """
     model, base_url = split_model_spec(argument)
     try:
-        if project.integrations.llm or not model:
-            settings = select_chat_model(project.integrations)
-        else:
-            settings = ChatModelSettings(model)
+        settings = _selected_model(project, model)
         settings = replace(
             settings, model=model or settings.model, base_url=base_url or settings.base_url
         )
     except ConfigError as error:
-        raise ConfigError(f"engine.llm: {error}") from None
+        raise type(error)(f"engine.llm: {error}") from None  # keeps UnsupportedProviderError
     api_key = environ.get(settings.api_key_env, "") if settings.api_key_env else ""
     if settings.api_key_env and not api_key and not base_url:
         raise ConfigError(
@@ -116,6 +121,19 @@ def openai_model(
             f"{settings.api_key_env}, which is unset"
         )
     return settings, api_key
+
+
+def _selected_model(project: Project, model: str) -> ChatModelSettings:
+    """The project's selection; a MODEL named on the command line replaces an unsupported one
+    (or a missing one) with that model on OpenAI's API."""
+    if not project.integrations.llm and model:
+        return ChatModelSettings(model)
+    try:
+        return select_chat_model(project.integrations)
+    except UnsupportedProviderError:
+        if model:
+            return ChatModelSettings(model)
+        raise
 
 
 def split_model_spec(argument: str) -> tuple[str, str]:
@@ -219,7 +237,7 @@ def build_runner(
     *,
     project: Project | None = None,
     catalog: ToolCatalog | None = None,
-    store: MemoryStore | None = None,
+    stores: Stores | None = None,
     tool_loops: ToolLoops | None = None,
     plane: DialoguePlane | None = None,
 ) -> SessionRunner:
@@ -232,9 +250,16 @@ def build_runner(
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
-    store = store or open_store(settings)
+    stores = stores or open_store(settings, environ, project)
     tool_loops = tool_loops or ToolLoops()
-    project_engine = ProjectEngine(project, llm, store, catalog=catalog, tool_loops=tool_loops)
+    project_engine = ProjectEngine(
+        project,
+        llm,
+        stores.memory,
+        catalog=catalog,
+        tool_loops=tool_loops,
+        resume=stores.resume,
+    )
     engine: DialogueEngine = (
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
@@ -249,6 +274,7 @@ def build_runner(
         frame_ms=settings.vad.frame_ms,
         send_ahead_ms=settings.playout.send_ahead_ms,
         barge_in=settings.barge_in,
+        limits=settings.limits,
     )
     return SessionRunner(services, session)
 
@@ -269,7 +295,7 @@ async def open_runner(
     servers = declared_servers(root, environ)
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
-    store = open_store(settings)
+    stores = open_store(settings, environ, project)
     tool_loops = ToolLoops()
     plane = DialoguePlane()
     plane.start()
@@ -280,16 +306,20 @@ async def open_runner(
                 environ,
                 project=project,
                 catalog=catalog,
-                store=store,
+                stores=stores,
                 tool_loops=tool_loops,
                 plane=plane,
             )
     finally:
         plane.stop()
         tool_loops.close()
-        store.close()  # every write was already committed; this releases the file
+        stores.close()  # every write was already committed; this releases the file
 
 
-def open_store(settings: Settings) -> SqliteMemoryStore:
-    """The durable memory store under ``store.data_dir`` (design §4 point 4)."""
-    return SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
+def open_store(settings: Settings, environ: Mapping[str, str], project: Project) -> Stores:
+    """Memory and call state, in SQLite or Redis per ``store.backend`` (issue 13).
+
+    Redis keys are namespaced by the project's ``agent_id``, or its folder's name.
+    """
+    name = project.agent.agent_id or (project.root.name if project.root else "project")
+    return open_stores(settings.store, environ, name)

@@ -8,6 +8,8 @@ appear only as names of environment variables (``auth_token_env``); the CLI reso
 
 from __future__ import annotations
 
+import enum
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
@@ -68,6 +71,14 @@ class ServerSettings:
             _check_public_url(self.public_url)
 
 
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def _check_public_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in _URL_SCHEMES or not parts.netloc:
@@ -78,7 +89,7 @@ def _check_public_url(url: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class AudioSettings:
-    """``audio``: the rate every call is resampled to for VAD and speech recognition."""
+    """``audio``: the widest rate calls are resampled to for VAD and speech recognition."""
 
     session_sample_rate: int = 16000
 
@@ -98,12 +109,17 @@ class TwilioSettings:
     auth_token_env: str = ""
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    stream_secret_env: str = ""
+    stream_token_ttl_s: float = 300.0
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
-        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
-            raise ConfigError(
-                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
-            )
+        for name in ("auth_token_env", "stream_secret_env"):
+            value = getattr(self, name)
+            if value and not _ENV_NAME.fullmatch(value):
+                raise ConfigError(f"{name} must name an environment variable, got {value!r}")
+        if not self.stream_token_ttl_s > 0:
+            raise ConfigError(f"stream_token_ttl_s must be positive: {self.stream_token_ttl_s}")
         if any(not name for name in self.parameters):
             raise ConfigError("parameters must not have an empty name")
         clashes = sorted(set(self.parameters) & set(self.webhook_fields))
@@ -119,8 +135,15 @@ class BrowserSettings:
 
     enabled: bool = True
     output_sample_rate: int = 16000
+    allowed_origins: tuple[str, ...] = ()
+    api_key_env: str = ""
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ConfigError(
+                f"api_key_env must name an environment variable: {self.api_key_env!r}"
+            )
         if self.output_sample_rate not in BROWSER_SAMPLE_RATES:
             raise ConfigError(
                 f"output_sample_rate must be one of {BROWSER_SAMPLE_RATES}, "
@@ -139,6 +162,7 @@ class TelnyxSettings:
     bidirectional_sampling_rate: int = 8000
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         for key in ("public_key_env", "stream_auth_token_env"):
@@ -156,6 +180,13 @@ class TelnyxSettings:
             "providers.telnyx.stream_auth_token_env": self.stream_auth_token_env,
         }
         return {path: name for path, name in names.items() if name and self.enabled}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        signed = self.public_key_env and self.stream_auth_token_env
+        if not self.enabled or self.allow_unauthenticated or signed:
+            return None
+        return "providers.telnyx needs public_key_env and stream_auth_token_env"
 
     def options(self, secrets: Mapping[str, str]) -> TelnyxOptions:
         """The server's Telnyx options, with the secrets the CLI resolved."""
@@ -178,6 +209,7 @@ class PlivoSettings:
     content_type: str = "audio/x-mulaw;rate=8000"
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_PLIVO_FIELDS
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
@@ -191,6 +223,12 @@ class PlivoSettings:
         if self.enabled and self.auth_token_env:
             return {"providers.plivo.auth_token_env": self.auth_token_env}
         return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.auth_token_env:
+            return None
+        return "providers.plivo needs auth_token_env"
 
     def options(self, secrets: Mapping[str, str]) -> PlivoOptions:
         """The server's Plivo options, with the secret the CLI resolved."""
@@ -211,6 +249,7 @@ class VonageSettings:
     content_type: str = "audio/l16;rate=16000"
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_VONAGE_FIELDS
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         name = self.signature_secret_env
@@ -225,6 +264,12 @@ class VonageSettings:
         if self.enabled and self.signature_secret_env:
             return {"providers.vonage.signature_secret_env": self.signature_secret_env}
         return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.signature_secret_env:
+            return None
+        return "providers.vonage needs signature_secret_env"
 
     def options(self, secrets: Mapping[str, str]) -> VonageOptions:
         """The server's Vonage options, with the secret the CLI resolved."""
@@ -271,11 +316,37 @@ class EngineSettings:
     llm: str = "scripted:config/agent/conversation.yml"
 
 
+class StoreBackend(enum.Enum):
+    """Where durable state lives (issue 13): embedded SQLite, or a Redis server shared by nodes."""
+
+    SQLITE = "sqlite"
+    REDIS = "redis"
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
-    """``store``: where durable state (the memory store) lives."""
+    """``store``: where durable state (memory, resumable call state) lives."""
 
+    backend: StoreBackend = StoreBackend.SQLITE
     data_dir: Path = Path("data")
+    redis_url_env: str = "VOICEGATE_REDIS_URL"
+    key_prefix: str = "voicegate"
+    memory_ttl_s: float = 30 * 24 * 3600.0
+    call_ttl_s: float = 3600.0
+    timeout_s: float = 0.5
+    retries: int = 2
+    resume_line: str = "Sorry, we were cut off. Where were we?"
+
+    def __post_init__(self) -> None:
+        if not _ENV_NAME.fullmatch(self.redis_url_env):
+            raise ConfigError(
+                f"redis_url_env must name an environment variable, got {self.redis_url_env!r}"
+            )
+        if not self.key_prefix or ":" in self.key_prefix:
+            raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
+        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,19 +362,48 @@ class Settings:
     speech: SpeechSettings = field(default_factory=SpeechSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    limits: Limits = field(default_factory=Limits)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        providers = self.providers
+        twilio, browser = self.providers.twilio, self.providers.browser
         names = {
-            **providers.telnyx.secret_env_names(),
-            **providers.plivo.secret_env_names(),
-            **providers.vonage.secret_env_names(),
+            "providers.twilio.auth_token_env": twilio.auth_token_env if twilio.enabled else "",
+            "providers.twilio.stream_secret_env": (
+                twilio.stream_secret_env if twilio.enabled else ""
+            ),
+            "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
         }
-        twilio = self.providers.twilio
-        if twilio.enabled and twilio.auth_token_env:
-            names["providers.twilio.auth_token_env"] = twilio.auth_token_env
-        return names
+        providers = self.providers
+        names.update(providers.telnyx.secret_env_names())
+        names.update(providers.plivo.secret_env_names())
+        names.update(providers.vonage.secret_env_names())
+        return {path: name for path, name in names.items() if name}
+
+    def check_exposure(self) -> None:
+        """Refuse to listen beyond this machine with a provider route left unauthenticated.
+
+        The secure setup is the default one off loopback (issue 15, SECURITY.md); each route
+        may opt out with ``allow_unauthenticated: true``.
+        """
+        if _loopback(self.server.host):
+            return
+        twilio, browser = self.providers.twilio, self.providers.browser
+        problems = []
+        signed = bool(twilio.auth_token_env and twilio.stream_secret_env)
+        if twilio.enabled and not twilio.allow_unauthenticated and not signed:
+            problems.append("providers.twilio needs auth_token_env and stream_secret_env")
+        if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
+            problems.append("providers.browser needs api_key_env")
+        for section in (self.providers.telnyx, self.providers.plivo, self.providers.vonage):
+            if (problem := section.exposure_problem()) is not None:
+                problems.append(problem)
+        if problems:
+            raise ConfigError(
+                f"server.host {self.server.host} accepts calls from other machines, but "
+                + "; ".join(problems)
+                + " (or allow_unauthenticated: true; see SECURITY.md)"
+            )
 
     def gateway_options(
         self,
@@ -311,23 +411,34 @@ class Settings:
         twilio_auth_token: str | None = None,
         secrets: Mapping[str, str] = MappingProxyType({}),
     ) -> GatewayOptions:
-        """The server's options; secrets (key path -> value) are resolved by the CLI."""
+        """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        if twilio_auth_token is None:
+            twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
             public_url=self.server.public_url,
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
+            limits=self.limits,
             twilio=TwilioOptions(
                 parameters=twilio.parameters,
                 webhook_fields=twilio.webhook_fields,
                 auth_token=twilio_auth_token,
+                stream_secret=secrets.get("providers.twilio.stream_secret_env"),
+                stream_token_ttl_s=twilio.stream_token_ttl_s,
             )
             if twilio.enabled
             else None,
-            browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
+            browser=BrowserOptions(
+                browser.output_sample_rate,
+                allowed_origins=browser.allowed_origins,
+                api_key=secrets.get("providers.browser.api_key_env"),
+            )
+            if browser.enabled
+            else None,
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
             plivo=plivo.options(secrets) if plivo.enabled else None,
             vonage=vonage.options(secrets) if vonage.enabled else None,

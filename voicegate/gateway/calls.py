@@ -19,10 +19,13 @@ from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
+    CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
+    CallGate,
     CallRunner,
+    Refusal,
     Transport,
+    close_code_for,
 )
 
 log = logging.getLogger(__name__)
@@ -38,14 +41,6 @@ class Admission(enum.Enum):
     STARTING = "starting"  # listening, not ready yet (e.g. warming up models)
     OPEN = "open"
     DRAINING = "draining"  # shutting down: running calls may finish, new ones are refused
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a new call is not taken, as the WebSocket close it gets."""
-
-    code: int
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +69,8 @@ class ActiveCall:
     dialect: str
     transport: Transport
     task: asyncio.Task[None] | None = None
+    # Set at the peer's `start`, when the call takes a slot (issue 15: not at the upgrade).
+    provider_call_id: str | None = None
     # Until something decides otherwise, an unfinished call was cancelled from outside.
     close_code: int = CLOSE_GOING_AWAY
     close_reason: str = "call cancelled"
@@ -144,13 +141,19 @@ class LocalCapacityGate:
 class CallRegistry:
     """Active calls by id, admitted through a :class:`CapacityGate` while the gateway is open.
 
-    An ``int`` capacity means a :class:`LocalCapacityGate` of that size.
+    An ``int`` capacity means a :class:`LocalCapacityGate` of that size. A connection is
+    registered at its upgrade (at most ``waiting`` of them wait for their `start`) and takes
+    a place in the gate only at `start`, keyed by the provider's call id so a second live
+    stream of the same call is refused (issue 15; one worker's calls: across workers and
+    nodes is issue 13).
     """
 
-    def __init__(self, capacity: int | CapacityGate) -> None:
+    def __init__(self, capacity: int | CapacityGate, waiting: int | None = None) -> None:
         self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
+        self._waiting = self._gate.capacity if waiting is None else waiting
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
+        self._live: dict[str, ActiveCall] = {}  # started calls by provider call id
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -190,22 +193,38 @@ class CallRegistry:
         return Readiness(refusal is None, reason, self._gate.active_calls(), self._gate.capacity)
 
     def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
-        """Register a new call, or say why not (checked and registered in one step)."""
+        """Register a new connection, or say why not (checked and registered in one step)."""
         refusal = self.refusal()
         if refusal is not None:
             return refusal
+        if len(self._calls) - len(self._live) >= self._waiting:
+            return Refusal(CLOSE_TRY_AGAIN_LATER, f"{self._waiting} connections await start")
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
-        if not self._gate.try_admit():  # another worker may have taken the last place
-            return self._full()
         call = ActiveCall(call_id, dialect, transport)
         self._calls[call_id] = call
         self._idle.clear()
         return call
 
+    def start(self, call: ActiveCall, provider_call_id: str) -> Refusal | None:
+        """Give ``call`` a place at its `start`, unless full or that provider call is live."""
+        if provider_call_id in self._live:
+            # Refused without touching the live stream (issue 15 #1).
+            return Refusal(CLOSE_POLICY_VIOLATION, "a stream for this call id is already live")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
+        if not self._gate.try_admit():  # another worker may have taken the last place
+            return self._full()
+        call.provider_call_id = provider_call_id
+        self._live[provider_call_id] = call
+        return None
+
     def release(self, call: ActiveCall) -> None:
-        """Forget a call whose handler has finished."""
-        if self._calls.pop(call.call_id, None) is not None:
+        """Forget a call whose handler has finished (and free its place if it had one)."""
+        self._calls.pop(call.call_id, None)
+        if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
+            del self._live[call.provider_call_id]
             self._gate.release()
         if not self._calls:
             self._idle.set()
@@ -257,24 +276,25 @@ async def _close(call: ActiveCall, code: int, reason: str) -> None:
         call.task.cancel()
 
 
-async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Run one call to its end in a task it owns, then close its socket with the outcome."""
     try:
         async with asyncio.TaskGroup() as group:
-            call.task = group.create_task(_guarded(call, runner, codec), name=call.call_id)
+            task = _guarded(call, runner, codec, gate)
+            call.task = group.create_task(task, name=call.call_id)
     finally:
         await call.transport.close(call.close_code, call.close_reason)
 
 
-async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Turn whatever escapes the runner into this call's close code; never into another's."""
     try:
-        await runner(call.transport, codec)
+        await runner(call.transport, codec, gate)
     except Exception as error:
         protocol_error = _as_protocol_error(error)
         if protocol_error is not None:
             log.warning("call %s: protocol error: %s", call.call_id, protocol_error)
-            call.decide(CLOSE_PROTOCOL_ERROR, str(protocol_error))
+            call.decide(close_code_for(protocol_error), str(protocol_error))
         else:
             log.exception("call %s crashed", call.call_id)
             call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")

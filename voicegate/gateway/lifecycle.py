@@ -62,7 +62,9 @@ class Gateway:
         self.options = options
         self.board = Scoreboard.private(options.capacity) if board is None else board
         self.worker = worker
-        self.calls = CallRegistry(SharedCapacityGate(self.board, worker))
+        self.calls = CallRegistry(
+            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start
+        )
         self.app = build_app(runner, options, self.calls, board=self.board)
         self._reuse_port = reuse_port
         self._app_runner: web.AppRunner | None = None
@@ -82,7 +84,13 @@ class Gateway:
 
     async def start(self) -> None:
         """Listen; calls are refused as "starting" until :meth:`open`."""
-        app_runner = web.AppRunner(self.app, shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S)
+        # keepalive_timeout also closes silent sockets and half-sent headers (issue 15 #4):
+        # aiohttp arms it at connect and drops the connection if no request has completed.
+        app_runner = web.AppRunner(
+            self.app,
+            shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S,
+            keepalive_timeout=self.options.limits.http_idle_timeout_s,
+        )
         await app_runner.setup()
         site = web.TCPSite(
             app_runner, self.options.host, self.options.port, reuse_port=self._reuse_port or None

@@ -37,8 +37,8 @@ from voicegate.gateway.twiml import (
 )
 
 if TYPE_CHECKING:
-    from voicegate.gateway.calls import Refusal
     from voicegate.gateway.options import PlivoOptions
+    from voicegate.gateway.transport import Refusal
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ from voicegate.gateway.twiml import (
 )
 
 if TYPE_CHECKING:  # options.py imports this module for public_key()
-    from voicegate.gateway.calls import Refusal
     from voicegate.gateway.options import TelnyxOptions
+    from voicegate.gateway.transport import Refusal
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from aiohttp import web
 from voicegate.gateway.twiml import external_base, stream_parameters, websocket_url
 
 if TYPE_CHECKING:
-    from voicegate.gateway.calls import Refusal
     from voicegate.gateway.options import VonageOptions
+    from voicegate.gateway.transport import Refusal
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 
 from voicegate.engine.history import EventHistory, MemoryWritten
@@ -49,7 +48,10 @@ class Session:
         self.dialogue = DialogueState()
         self.running: set[TurnStream] = set()
         self.turn_ids: set[str] = set()
-        self._counter = itertools.count(1)
+        #: Turns started so far; turn ids count on from here after a resume (issue 13).
+        self.turns_started = 0
+        #: Said at the start of the next turn: set when the call resumed on this node.
+        self.resume_line: str | None = None
         # Tools see the same knowledge index search_knowledge reads (tools reference).
         self._model_context = ToolModelContext(project.llm_config, project.references)
 
@@ -60,7 +62,8 @@ class Session:
 
     def next_turn_id(self) -> str:
         """A fresh turn id, unique within the call."""
-        turn_id = f"t{next(self._counter)}"
+        self.turns_started += 1
+        turn_id = f"t{self.turns_started}"
         self.turn_ids.add(turn_id)
         return turn_id
 
