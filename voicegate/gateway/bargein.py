@@ -71,9 +71,14 @@ class SpeechStarted:
 
 @dataclass(frozen=True, slots=True)
 class SpeechEnded:
-    """The VAD declared the end of caller speech."""
+    """The end of caller speech was declared at ``now_ms``; the speech stopped at ``end_ms``.
+
+    The two differ by the silence that proved it (the VAD's pause, and the end-of-turn wait):
+    a candidate interruption is measured to ``end_ms``, so that wait never lengthens it.
+    """
 
     now_ms: MediaMs
+    end_ms: MediaMs | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,8 +333,8 @@ def _on_candidate_event(state: BargeInState, event: Event, policy: BargeInPolicy
         return _bookkeeping(state, event, policy)
     actions: list[Action] = []
     match event:
-        case SpeechEnded(now_ms=now):
-            candidate = replace(state.candidate, ended_ms=now)
+        case SpeechEnded(now_ms=now, end_ms=end):
+            candidate = replace(state.candidate, ended_ms=now if end is None else end)
             state = replace(state, user_speaking=False, candidate=candidate)
         case Transcript(text=text, final=final):
             state = _count_candidate_words(state, text, final, policy)
