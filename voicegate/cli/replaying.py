@@ -25,6 +25,7 @@ from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
+from voicegate.callers.echo import EchoPath
 from voicegate.callers.expect import unmet
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -63,6 +64,7 @@ def new_caller(
     call_id: str = "",
     parameters: Mapping[str, str] | None = None,
     quiet_ms: int | None = None,
+    echo: EchoPath | None = None,
 ) -> Caller:
     """An emulated caller of ``provider`` playing ``script``."""
     if provider == "browser":
@@ -70,7 +72,9 @@ def new_caller(
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
-    return TwilioCaller(script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, **ids)
+    return TwilioCaller(
+        script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, echo=echo, **ids
+    )
 
 
 def caller_rate(provider: str, recording_rate: int) -> int:
