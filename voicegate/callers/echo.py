@@ -25,7 +25,10 @@ def band_pass(
     high = min(high_hz, 0.45 * sample_rate)
 
     def low_pass(cutoff: float) -> npt.NDArray[np.float64]:
-        return 2 * cutoff / sample_rate * np.sinc(2 * cutoff / sample_rate * n)
+        kernel: npt.NDArray[np.float64] = (
+            2 * cutoff / sample_rate * np.sinc(2 * cutoff / sample_rate * n)
+        )
+        return kernel
 
     taps: npt.NDArray[np.float64] = (low_pass(high) - low_pass(low_hz)) * np.hamming(_TAPS)
     return taps
@@ -57,4 +60,5 @@ class EchoPath:
             source[lo - begin : hi - begin] = self._heard[lo:hi]
         echo = np.convolve(source, self._taps, mode="valid") * self._gain
         mixed = caller.astype(np.float64) + echo
-        return np.clip(np.round(mixed), -32768, 32767).astype(np.int16)
+        out: Samples = np.clip(np.round(mixed), -32768, 32767).astype(np.int16)
+        return out
