@@ -51,6 +51,9 @@ class SmartTurnModel:
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
+        # The first run of an ONNX session allocates and plans (several times a normal run):
+        # paid here at startup, not at a caller's first pause.
+        self.probability(np.zeros(SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
 
     def probability(self, samples: Samples, sample_rate: int) -> float:
         """Blocking: the probability that the turn is complete at the end of ``samples``."""

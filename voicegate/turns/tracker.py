@@ -24,13 +24,20 @@ from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.turns import echo_gate, end_of_turn
 from voicegate.turns.echo_gate import EchoReference, level_db
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
-from voicegate.turns.smart_turn import SmartTurnModel
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 
 log = logging.getLogger(__name__)
 
 #: Audio the model may look at: its 8 s window plus the pre-roll before the turn's onset.
 _KEEP_MS = 8000
+
+
+class EndOfTurnModel(Protocol):
+    """Scores whether a turn is complete, off the caller's thread (:class:`SmartTurnModel`)."""
+
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
+        """Start scoring the audio up to the pause; the future holds the probability."""
+        ...
 
 
 class VoiceLike(Protocol):
@@ -65,7 +72,7 @@ class TurnTracker:
     def __init__(
         self,
         settings: TurnSettings,
-        model: SmartTurnModel | None,
+        model: EndOfTurnModel | None,
         *,
         sample_rate: int,
         wire: AudioFormat,
@@ -207,7 +214,7 @@ class TurnFactory:
     """What every call shares: the settings and the one loaded model (None: silence only)."""
 
     settings: TurnSettings = field(default_factory=lambda: SILENCE_ONLY)
-    model: SmartTurnModel | None = None
+    model: EndOfTurnModel | None = None
 
     def open(
         self,
