@@ -23,6 +23,7 @@ from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOpti
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import TextToSpeech
+from voicegate.turns.tracker import TurnFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "fixtures" / "audio"
@@ -78,6 +79,8 @@ async def gateway_for(
     conversation: str = "conversation.yml",
     settings: SessionSettings | None = None,
     tts: TextToSpeech | None = None,
+    media: MediaFactory | None = None,
+    turns: TurnFactory | None = None,
 ) -> AsyncIterator[CallWorld]:
     """A real gateway on a free loopback port running ``project`` with a scripted model."""
     copy = tmp_path / "project"
@@ -89,7 +92,8 @@ async def gateway_for(
         engine=engine,
         stt=ScriptedSpeechToText(transcripts),
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
-        media=MediaFactory(),
+        media=media or MediaFactory(),
+        turns=turns or TurnFactory(),
     )
     runner = SessionRunner(services, settings or SessionSettings())
     options = GatewayOptions(port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions())

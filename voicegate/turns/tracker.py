@@ -237,7 +237,9 @@ class TurnFactory:
 
 def _evident(level: float, reference: float | None, settings: EchoGateSettings) -> bool:
     """Whether a caller frame is louder than any echo of the bot could be."""
-    return reference is None or level > reference - settings.margin_db
+    if reference is None:
+        return level > settings.min_level_db
+    return level > reference - settings.margin_db
 
 
 def _decode(payload: bytes, encoding: AudioEncoding) -> Samples:
