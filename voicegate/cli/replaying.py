@@ -245,6 +245,11 @@ def scenario_settings(scenario: Scenario, workdir: Path, base: Settings | None =
         llm = project / llm.resolve().relative_to(scenario.project.resolve())
     transcripts = workdir / "transcripts.txt"
     transcripts.write_text("".join(line + "\n" for line in scenario.transcripts()), "utf-8")
+    if not scenario.config:
+        # The end-of-turn model answers on the wall clock, so its verdicts land at media times
+        # that vary with the machine's load: a scenario keeps the VAD's pause unless it asks.
+        eot = replace(base.turns.end_of_turn, model="none")
+        base = replace(base, turns=replace(base.turns, end_of_turn=eot))
     return replace(
         with_fresh_store(base, workdir / "data"),
         engine=replace(base.engine, project_dir=project, llm=f"scripted:{llm}"),

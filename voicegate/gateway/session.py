@@ -249,12 +249,22 @@ class CallSession:
                 self._start_turn(user)
             case bargein.CancelTurn():
                 await self._interrupt(action)
-            case bargein.PausePlayout():
-                self._playout.pause()
-                self.timeline.emit(self._now_ms, "playout_paused")
+            case bargein.PausePlayout(flush=flush):
+                await self._pause(flush)
             case bargein.ResumePlayout():
                 self._playout.resume()
                 self.timeline.emit(self._now_ms, "playout_resumed")
+
+    async def _pause(self, flush: bool) -> None:
+        """Stop the bot at the caller: clear the provider too when the policy says so."""
+        assert self._playout is not None
+        if not flush:
+            self._playout.pause()
+        else:
+            await self._send_all(self._playout.cut(self._now_ms))
+            if self._turns is not None:
+                self._turns.flushed(self._now_ms)
+        self.timeline.emit(self._now_ms, "playout_paused", flushed=flush)
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         assert self._playout is not None

@@ -83,9 +83,9 @@ class EchoGateSettings:
     max_delay_ms: int = 600
     #: Evident audio (ms) needed inside one VAD segment before it counts as the caller.
     evidence_ms: int = 40
-    #: Once the bot's audio has left the window, a frame must still be this loud (dBFS) to
-    #: count: the silence after an echo is no evidence of the caller.
-    min_level_db: float = -55.0
+    #: Once the bot's audio has left the window, a frame quieter than this many dB below full
+    #: scale does not count: the silence after an echo is no evidence of the caller.
+    silence_below_db: float = 55.0
 
     def __post_init__(self) -> None:
         if self.margin_db < 0 or self.max_delay_ms < 0 or self.evidence_ms < 0:

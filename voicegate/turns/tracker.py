@@ -238,7 +238,7 @@ class TurnFactory:
 def _evident(level: float, reference: float | None, settings: EchoGateSettings) -> bool:
     """Whether a caller frame is louder than any echo of the bot could be."""
     if reference is None:
-        return level > settings.min_level_db
+        return level > -settings.silence_below_db
     return level > reference - settings.margin_db
 
 
