@@ -95,10 +95,13 @@ class TurnTracker:
 
     def push(self, frame: Samples, now_ms: MediaMs, voices: Iterable[VoiceLike]) -> list[Voice]:
         """One caller frame ending at ``now_ms`` and the VAD's events for it."""
-        self._remember(frame, now_ms)
-        out = self._gate_frame(frame, now_ms)
+        if self._model is not None:
+            self._remember(frame, now_ms)
+        out = self._gate_frame(frame, now_ms) if self._gate_settings.enabled else []
         for voice in voices:
             out.extend(self._gate_voice(voice, now_ms))
+        if self._eot.pause is None:  # the common case: nothing to judge
+            return out
         self._poll_score(now_ms)
         return [*out, *self._decide(now_ms)]
 
@@ -121,6 +124,8 @@ class TurnTracker:
     def _gate_frame(self, frame: Samples, now_ms: MediaMs) -> list[Voice]:
         start = now_ms - len(frame) * 1000 // self._rate
         reference = self._reference.level_at(start, now_ms)
+        if reference is None and self._gate.held is None:
+            return []  # no bot audio to echo and nothing held: the level is not needed
         evident = _evident(level_db(frame), reference, self._gate_settings)
         self._gate, released = echo_gate.frame(
             self._gate, start, evident, reference is not None, self._gate_settings
