@@ -55,7 +55,9 @@ async def test_the_model_ends_the_turn_at_a_short_pause(
     tmp_path: Path, model: SmartTurnModel
 ) -> None:
     # A fallback far away, so the turn can only end early through the model's verdict.
-    eot = EndOfTurnSettings(silence_timeout_ms=5000, hesitation_timeout_ms=5000)
+    eot = EndOfTurnSettings(
+        silence_timeout_ms=5000, incomplete_timeout_ms=5000, hesitation_timeout_ms=5000
+    )
     turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), model)
     media = MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))
     async with gateway_for(tmp_path, ["check my balance"], media=media, turns=turns) as world:

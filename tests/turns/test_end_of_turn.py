@@ -5,7 +5,7 @@ from __future__ import annotations
 from voicegate.turns import end_of_turn as eot
 from voicegate.turns.settings import EndOfTurnSettings
 
-MODEL = EndOfTurnSettings()  # smart-turn, threshold 0.5, fallback 1000 ms, wait 300 ms
+MODEL = EndOfTurnSettings()  # threshold 0.5; 500 ms without a verdict, 1000 if incomplete
 SILENCE_ONLY = EndOfTurnSettings(model="none")
 
 
@@ -45,10 +45,15 @@ def test_a_complete_score_waits_a_bounded_time_for_the_transcript() -> None:
     assert run(events, MODEL) == ["model@1560"]  # 300 ms after the score
 
 
-def test_an_incomplete_score_leaves_it_to_the_silence_timeout() -> None:
+def test_an_incomplete_score_waits_longer_for_more_speech() -> None:
     events = [("pause", 1200, 1000), ("score", 1260, 0.2), ("words", 1300, "my card number is")]
     events += [("tick", 1980, None), ("tick", 2000, None)]
-    assert run(events, MODEL) == ["silence timeout@2000"]
+    assert run(events, MODEL) == ["incomplete timeout@2000"]
+
+
+def test_a_model_that_has_not_answered_falls_back_to_the_vad_rule() -> None:
+    events = [("pause", 1200, 1000), ("tick", 1480, None), ("tick", 1500, None)]
+    assert run(events, MODEL) == ["silence timeout@1500"]
 
 
 def test_a_trailing_hold_word_outweighs_a_complete_score() -> None:

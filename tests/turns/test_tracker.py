@@ -60,7 +60,7 @@ def test_speech_after_a_pause_is_the_same_turn() -> None:
     assert [v for step in out for v in step] == []  # speech still going: nothing to release
     assert turns.push(QUIET, 2420, [Voice(False, 2200)]) == []
     released = [v for t in range(2440, 3300, 20) for v in turns.push(QUIET, t, [])]
-    assert released == [Voice(False, 2200)]  # the silence timeout, 1000 ms after the end
+    assert released == [Voice(False, 2200)]  # scored incomplete: 1000 ms after the end
 
 
 def test_without_a_model_events_pass_straight_through() -> None:

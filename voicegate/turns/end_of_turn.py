@@ -8,7 +8,9 @@ waits for evidence, and releases it as the end of the turn when
   transcript of the pause has arrived (or ``transcript_wait_ms`` passed without one), unless
   that transcript ends on a hold word ("and", "um"): then only ``hesitation_timeout_ms``
   of silence ends it;
-* or, whatever the model said, the silence reached ``silence_timeout_ms`` (the fallback);
+* or the model scored it incomplete and the silence reached ``incomplete_timeout_ms``;
+* or the model has not answered and the silence reached ``silence_timeout_ms`` (the
+  fallback: the VAD-only rule of before, so a slow model never makes the answer later);
 * or no model is configured: the pause itself ends the turn.
 
 Speech resuming before then makes the pause part of the turn: the new speech start is
@@ -107,10 +109,10 @@ def _reason(pause: Pause, now_ms: MediaMs, settings: EndOfTurnSettings) -> str |
         return "pause"
     if pause.words is not None and ends_on_hold_word(pause.words, settings):
         return "hesitation timeout" if silence >= settings.hesitation_timeout_ms else None
-    if silence >= settings.silence_timeout_ms:
-        return "silence timeout"
-    if pause.score is None or pause.score < settings.threshold:
-        return None
+    if pause.score is None:
+        return "silence timeout" if silence >= settings.silence_timeout_ms else None
+    if pause.score < settings.threshold:
+        return "incomplete timeout" if silence >= settings.incomplete_timeout_ms else None
     assert pause.scored_ms is not None
     waited = now_ms - pause.scored_ms
     if pause.words is not None or waited >= settings.transcript_wait_ms:

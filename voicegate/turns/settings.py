@@ -32,8 +32,11 @@ class EndOfTurnSettings:
     pause_ms: int = 200
     #: Model probability at or above which the turn is complete (Smart Turn's own 0.5).
     threshold: float = 0.5
-    #: Fallback: silence (ms since the speech ended) that ends the turn whatever the model said.
-    silence_timeout_ms: int = 1000
+    #: Fallback while the model has not answered (a loaded machine): silence (ms since the
+    #: speech ended) that ends the turn as the VAD alone did before (vad.stop_ms, 500).
+    silence_timeout_ms: int = 500
+    #: Silence that ends a turn the model scored incomplete.
+    incomplete_timeout_ms: int = 1000
     #: Silence that ends a turn whose transcript ends on a hold word ("and", "um").
     hesitation_timeout_ms: int = 2000
     #: How long (ms) a complete verdict waits for the transcript of the pause before it acts.
@@ -47,7 +50,12 @@ class EndOfTurnSettings:
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
             raise ConfigError(f"threshold must be in (0, 1], got {self.threshold!r}")
-        for name in ("pause_ms", "silence_timeout_ms", "hesitation_timeout_ms"):
+        for name in (
+            "pause_ms",
+            "silence_timeout_ms",
+            "incomplete_timeout_ms",
+            "hesitation_timeout_ms",
+        ):
             if getattr(self, name) < 20:
                 raise ConfigError(f"{name} must be at least 20 ms, got {getattr(self, name)!r}")
         if self.silence_timeout_ms < self.pause_ms:

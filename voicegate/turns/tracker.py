@@ -153,7 +153,7 @@ class TurnTracker:
     def _turn_voice(self, voice: Voice, now_ms: MediaMs) -> list[Voice]:
         if voice.started:
             self._eot, continues = end_of_turn.resumed(self._eot)
-            self._scoring = None
+            self._drop_scoring()
             if continues:
                 return []
             self._turn_onset_ms = voice.at_ms
@@ -165,8 +165,15 @@ class TurnTracker:
                 self._on_pause(voice.at_ms)
         return []
 
+    def _drop_scoring(self) -> None:
+        """Forget the inference for a pause that speech resumed (unstarted: not run at all)."""
+        if self._scoring is not None:
+            self._scoring[1].cancel()
+            self._scoring = None
+
     def _start_scoring(self, end_ms: MediaMs) -> None:
         assert self._model is not None
+        self._drop_scoring()
         begin = self._turn_onset_ms - self._eot_settings.preroll_ms
         frames = [samples for end, samples in self._frames if end > begin]
         if not frames:
