@@ -77,7 +77,7 @@ def add_parser(subparsers: Any) -> None:
         "--echo-delay-ms",
         type=int,
         help="acoustic echo loopback: mix the bot audio the caller hears back into what the "
-        "caller sends, this many ms later, band-limited to 300-3400 Hz (twilio callers)",
+        "caller sends, this many ms later, band-limited to 300-3400 Hz",
     )
     parser.add_argument(
         "--echo-gain-db", type=float, default=-20.0, help="level of that echo (default -20 dB)"
@@ -175,10 +175,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"{args.input}: no such file")
     if not args.speed > 0 or not math.isfinite(args.speed):
         raise ConfigError(f"--speed must be a positive number, got {args.speed}")
-    if args.echo_delay_ms is not None and (
-        args.echo_delay_ms < 0 or (args.provider or "twilio") != "twilio"
-    ):
-        raise ConfigError("--echo-delay-ms must not be negative, and needs a twilio caller")
+    if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
+        raise ConfigError("--echo-delay-ms must not be negative")
     if args.tail_ms < 0 or args.max_ms <= 0:
         raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
     if args.url:

@@ -68,7 +68,7 @@ def new_caller(
 ) -> Caller:
     """An emulated caller of ``provider`` playing ``script``."""
     if provider == "browser":
-        return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms)
+        return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms, echo=echo)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
