@@ -64,3 +64,16 @@ def test_levels_in_dbfs() -> None:
     full = np.full(160, 32767, dtype=np.int16)
     assert round(gate.level_db(full)) == 0
     assert gate.level_db(np.zeros(160, dtype=np.int16)) == gate.SILENT_DB
+
+
+def test_the_margin_follows_the_echo_this_call_shows() -> None:
+    settings = EchoGateSettings(margin_db=6.0, max_margin_db=20.0)
+    weak, loud, silent = gate.EchoLoss(), gate.EchoLoss(), gate.EchoLoss()
+    assert weak.margin(settings) == 6.0  # nothing measured yet: the configured start
+    for _ in range(50):
+        weak.observe(-40.0, -15.0)  # echo 25 dB down
+        loud.observe(-20.0, -15.0)  # echo 5 dB down (a loud speakerphone)
+        silent.observe(gate.SILENT_DB, -15.0)  # no echo at all
+    assert weak.margin(settings) == 19.0  # 25 dB less the 6 dB of safety
+    assert loud.margin(settings) == 6.0  # never below the configured margin
+    assert silent.margin(settings) == 20.0  # at most max_margin_db

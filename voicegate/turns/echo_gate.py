@@ -70,6 +70,36 @@ class EchoReference:
         return max(levels) if levels else None
 
 
+class EchoLoss:
+    """How far below the bot's audio its echo comes back on this call (dB), measured.
+
+    Observed on caller frames while the bot's audio is in the window and no caller speech was
+    let through: the gap between the reference and the frame's level (silence counts as a
+    large gap, at ``SILENT_FLOOR_DB``). The margin is the loudest tenth of the echo less
+    ``SAFETY_DB``, between the configured ``margin_db`` and ``max_margin_db``: a line with
+    little echo gets a permissive gate, a loud speakerphone a strict one.
+    """
+
+    FRAMES = 150  # 3 s of 20 ms frames
+    MIN_FRAMES = 25  # 0.5 s before the measurement is trusted
+    SAFETY_DB = 6.0
+    SILENT_FLOOR_DB = -60.0
+
+    def __init__(self) -> None:
+        self._gaps: deque[float] = deque(maxlen=self.FRAMES)
+
+    def observe(self, level: float, reference: float) -> None:
+        """One caller frame that can only hold echo (or nothing)."""
+        self._gaps.append(reference - max(level, self.SILENT_FLOOR_DB))
+
+    def margin(self, settings: EchoGateSettings) -> float:
+        """The margin to test caller frames with now."""
+        if len(self._gaps) < self.MIN_FRAMES:
+            return settings.margin_db
+        loudest = float(np.percentile(np.fromiter(self._gaps, dtype=np.float64), 10))
+        return min(settings.max_margin_db, max(settings.margin_db, loudest - self.SAFETY_DB))
+
+
 @dataclass(frozen=True, slots=True)
 class Held:
     """A VAD speech start not yet shown to be the caller."""

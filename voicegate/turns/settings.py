@@ -84,9 +84,13 @@ class EchoGateSettings:
     """
 
     enabled: bool = True
-    #: How far below the bot's own level (dB) echo is assumed to be at most; phone lines give
-    #: 10-30 dB echo return loss (ITU-T G.131 asks for more than 24 dB of talker echo loss).
+    #: How far below the bot's own level (dB) echo is assumed to be at most, to start with;
+    #: phone lines give 10-30 dB of echo return loss (ITU-T G.131 asks for more than 24 dB
+    #: of talker echo loss), a speakerphone can give less.
     margin_db: float = 6.0
+    #: The margin grows up to this as the call shows its echo is weaker: it becomes the
+    #: measured echo return loss less 6 dB (the loudest tenth of the echo frames).
+    max_margin_db: float = 20.0
     #: Longest echo path (ms) from release to the caller's microphone, send-ahead included.
     max_delay_ms: int = 600
     #: Evident audio (ms) needed inside one VAD segment before it counts as the caller.
@@ -98,6 +102,8 @@ class EchoGateSettings:
     def __post_init__(self) -> None:
         if self.margin_db < 0 or self.max_delay_ms < 0 or self.evidence_ms < 0:
             raise ConfigError("echo_gate: margin_db, max_delay_ms and evidence_ms must be >= 0")
+        if self.max_margin_db < self.margin_db:
+            raise ConfigError("echo_gate: max_margin_db must be at least margin_db")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import numpy as np
 from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.turns import echo_gate, end_of_turn
-from voicegate.turns.echo_gate import EchoReference, level_db
+from voicegate.turns.echo_gate import EchoLoss, EchoReference, level_db
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 
@@ -88,6 +88,7 @@ class TurnTracker:
         self._report = report
         self._frames: deque[tuple[MediaMs, Samples]] = deque()
         self._reference = EchoReference(settings.echo_gate.max_delay_ms)
+        self._echo_loss = EchoLoss()
         self._gate = echo_gate.EchoGateState()
         self._eot = end_of_turn.EndOfTurnState()
         self._scoring: tuple[MediaMs, Future[float]] | None = None
@@ -126,7 +127,12 @@ class TurnTracker:
         reference = self._reference.level_at(start, now_ms)
         if reference is None and self._gate.held is None:
             return []  # no bot audio to echo and nothing held: the level is not needed
-        evident = _evident(level_db(frame), reference, self._gate_settings)
+        level = level_db(frame)
+        held = self._gate.held
+        if reference is not None and (held is None or not held.released):
+            self._echo_loss.observe(level, reference)  # no caller speech let through: echo
+        margin = self._echo_loss.margin(self._gate_settings)
+        evident = _evident(level, reference, margin, self._gate_settings)
         self._gate, released = echo_gate.frame(
             self._gate, start, evident, reference is not None, self._gate_settings
         )
@@ -247,11 +253,13 @@ class TurnFactory:
         )
 
 
-def _evident(level: float, reference: float | None, settings: EchoGateSettings) -> bool:
+def _evident(
+    level: float, reference: float | None, margin: float, settings: EchoGateSettings
+) -> bool:
     """Whether a caller frame is louder than any echo of the bot could be."""
     if reference is None:
         return level > -settings.silence_below_db
-    return level > reference - settings.margin_db
+    return level > reference - margin
 
 
 def _decode(payload: bytes, encoding: AudioEncoding) -> Samples:
