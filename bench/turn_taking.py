@@ -28,7 +28,7 @@ import argparse
 import asyncio
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -91,7 +91,8 @@ def bursts() -> dict[str, Samples]:
         env = np.minimum(1.0, np.arange(n) / (attack * RATE)) * np.exp(
             -np.arange(n) / (decay * RATE)
         )
-        return np.clip(noise[:n] * env, -32767, 32767).astype(np.int16)
+        shaped_sound: Samples = np.clip(noise[:n] * env, -32767, 32767).astype(np.int16)
+        return shaped_sound
 
     white = rng.standard_normal(RATE) * 6000
     low = np.convolve(rng.standard_normal(RATE), np.ones(16) / 16, mode="same") * 20000
@@ -199,7 +200,7 @@ class Bench:
 
 
 @asynccontextmanager
-async def gateway(settings: Settings, speed: float) -> Iterator[Bench]:  # type: ignore[misc]
+async def gateway(settings: Settings, speed: float) -> AsyncIterator[Bench]:
     """A gateway on a free loopback port."""
     async with (
         wiring.open_runner(settings) as runner,
@@ -215,7 +216,8 @@ def bot_audio_frames(caller: TwilioCaller) -> np.ndarray:
     """Per 20 ms frame, whether the caller heard bot audio."""
     track = np.frombuffer(bytes(caller.bot_track), dtype=np.uint8)
     frames = track[: len(track) // FRAME_BYTES * FRAME_BYTES].reshape(-1, FRAME_BYTES)
-    return (frames != 0xFF).any(axis=1)
+    playing: np.ndarray = (frames != 0xFF).any(axis=1)
+    return playing
 
 
 def stages(timeline: list[dict[str, Any]], end_ms: int) -> dict[str, int]:
