@@ -5,11 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers pytest chromium bench clean
+.PHONY: run test lint typecheck layers pytest chromium redis bench clean
 
 # The browser tests (tests/browser/) drive Debian's chromium, headless. It is installed when
 # missing (as root, or with password-less sudo); when it cannot be, those tests skip and say why.
 CHROMIUM := /usr/bin/chromium
+# The Redis store tests (issue 13) start Debian's redis-server on a free loopback port each;
+# it is installed when missing, like chromium, and those tests skip and say why if it cannot be.
+REDIS_SERVER := /usr/bin/redis-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -n)
 
 $(STAMP): pyproject.toml
@@ -33,7 +36,7 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) chromium
+pytest: $(STAMP) chromium redis
 	$(BIN)/pytest -rs
 
 chromium:
@@ -41,6 +44,12 @@ chromium:
 	  $(SUDO) sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq chromium >/dev/null'; } || \
 	  echo "chromium could not be installed; tests/browser will be skipped"
+
+redis:
+	@test -x $(REDIS_SERVER) || { echo "installing redis-server for the Redis store tests (apt-get)"; \
+	  $(SUDO) sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq redis-server >/dev/null'; } || \
+	  echo "redis-server could not be installed; the Redis store tests will be skipped"
 
 bench: $(STAMP)
 	$(BIN)/python bench/audio_path.py

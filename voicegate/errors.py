@@ -8,7 +8,9 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
     ├── AudioError                   audio that cannot be processed as declared
     │   └── AudioFormatError         unsupported rate, width or channel count; bad WAV
     ├── RemoteProtocolError          a peer (provider, browser) sent a malformed message;
-    │                                closes that call with this reason, never another call
+    │   │                            closes that call with this reason, never another call
+    │   └── PolicyViolationError     a peer broke a gateway limit (no start, silence, flood,
+    │                                call too long, duplicate stream, bad token): closed 1008
     ├── LocalProtocolError           voicegate asked a codec for something its protocol
     │                                forbids in this state (a bug in the caller, not the peer)
     ├── SpeechError                  an STT/TTS engine or remote speech service failed
@@ -22,7 +24,9 @@ can catch "anything voicegate refused" in one place and still tell the kinds apa
         │   └── ToolTimeoutError     a tool exceeded its wall-clock timeout
         ├── MemoryWriteError         a memory write broke a declared rule
         │   └── ProjectMemoryAlreadySetError   a write-once project field was set twice
-        └── LLMError                 the language-model port failed
+        ├── LLMError                 the language-model port failed
+        └── StoreError               the durable store (SQLite, Redis) failed or timed out
+            └── StaleCallError       another node took the call over (a newer epoch)
 
 Cancellation is never an error here: a barge-in raises ``asyncio.CancelledError`` inside the
 running tool (design §4) and voicegate never wraps or swallows it.
@@ -49,6 +53,10 @@ class AudioFormatError(AudioError):
 
 class RemoteProtocolError(VoicegateError):
     """A peer sent a malformed or out-of-order message; the call it belongs to ends."""
+
+
+class PolicyViolationError(RemoteProtocolError):
+    """A peer broke a gateway limit or policy; its call ends with 1008 (RFC 6455 §7.4.1)."""
 
 
 class SpeechError(VoicegateError):
@@ -114,6 +122,14 @@ class ProjectMemoryAlreadySetError(MemoryWriteError):
 
 class LLMError(EngineError):
     """The language-model port failed (transport, protocol or provider error)."""
+
+
+class StoreError(EngineError):
+    """The durable store failed or timed out after its retries; nothing was silently lost."""
+
+
+class StaleCallError(StoreError):
+    """This node's claim on a call is stale: another node resumed it (issue 13 fencing)."""
 
 
 class LocalProtocolError(VoicegateError):

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voicegate.audio.pcm import Samples
-from voicegate.audio.resample import SUPPORTED_RATES, StreamResampler, resample_all
+from voicegate.audio.resample import SUPPORTED_RATES, StreamResampler, convert, resample_all
 from voicegate.errors import AudioFormatError
 
 RATES = sorted(SUPPORTED_RATES)
@@ -282,3 +282,20 @@ def test_resample_all_is_the_stream_without_its_latency(pair: tuple[int, int]) -
     assert len(converted) == len(signal) * out_rate // in_rate
     delay = StreamResampler(*pair).delay_samples
     assert np.array_equal(converted, stream_output(pair, signal, seed=10)[delay:])
+
+
+@pytest.mark.parametrize(("in_rate", "out_rate"), [(16000, 8000), (24000, 8000), (8000, 16000)])
+def test_convert_keeps_the_length_and_the_tone(in_rate: int, out_rate: int) -> None:
+    seconds = 1
+    t = np.arange(in_rate * seconds) / in_rate
+    tone = (8000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)
+    converted = convert(tone, in_rate, out_rate)
+    assert converted.dtype == np.int16
+    assert len(converted) == out_rate * seconds
+    spectrum = np.abs(np.fft.rfft(converted.astype(np.float64)))
+    assert np.argmax(spectrum) * out_rate / len(converted) == pytest.approx(440, abs=2)
+
+
+def test_convert_at_the_same_rate_is_the_signal_itself() -> None:
+    samples = np.arange(100, dtype=np.int16)
+    assert convert(samples, 8000, 8000) is samples

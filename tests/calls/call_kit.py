@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,10 @@ from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.project.loader import load_project
+from voicegate.engine.tools.isolation import ToolLoops
+from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.lifecycle import Gateway
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
@@ -28,6 +32,8 @@ from voicegate.turns.tracker import TurnFactory
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "fixtures" / "audio"
 SLOW_BANK = ROOT / "fixtures" / "projects" / "slow_bank"
+#: The call tests drive callers at twice real time, within these limits.
+FAST_REPLAY_LIMITS = Limits(media_max_speed=4.0)
 
 
 def recording(relative: str) -> Any:
@@ -61,6 +67,7 @@ class CallWorld:
     engine: ProjectEngine
     store: SqliteMemoryStore
     url: str
+    gateway: Gateway
 
     def tool_record(self) -> list[dict[str, Any]]:
         """What the project's tool wrote about itself."""
@@ -81,26 +88,53 @@ async def gateway_for(
     tts: TextToSpeech | None = None,
     media: MediaFactory | None = None,
     turns: TurnFactory | None = None,
+    limits: Limits = FAST_REPLAY_LIMITS,
+    options: GatewayOptions | None = None,
 ) -> AsyncIterator[CallWorld]:
     """A real gateway on a free loopback port running ``project`` with a scripted model."""
     copy = tmp_path / "project"
     shutil.copytree(project, copy)
     script = load_script(copy / conversation)
     store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
-    engine = ProjectEngine(load_project(copy), lambda call_id: ScriptedLLM(script), store)
+    # Tools on their own loop thread, as `voicegate serve` runs them (issue 12).
+    tool_loops = ToolLoops()
+    engine = ProjectEngine(
+        load_project(copy), lambda call_id: ScriptedLLM(script), store, tool_loops=tool_loops
+    )
+    # The engine on its own dialogue plane, as `voicegate serve` runs it (issue 12).
+    plane = DialoguePlane()
+    plane.start()
     services = CallServices(
-        engine=engine,
+        engine=ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
         media=media or MediaFactory(),
         turns=turns or TurnFactory(),
     )
-    runner = SessionRunner(services, settings or SessionSettings())
-    options = GatewayOptions(port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions())
+    runner = SessionRunner(services, replace(settings or SessionSettings(), limits=limits))
+    options = options or GatewayOptions(
+        port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions()
+    )
+    options = replace(options, limits=limits)
     async with Gateway(runner, options) as gateway:
         url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
-        yield CallWorld(copy, runner, engine, store, url)
+        yield CallWorld(copy, runner, engine, store, url, gateway)
+    plane.stop()
+    tool_loops.close()
     store.close()
+
+
+async def settled(world: CallWorld) -> None:
+    """Wait (boundedly) until every call has finished on the gateway and kept its timeline.
+
+    A caller sees its socket close before the gateway has closed the call's engine session
+    (on the dialogue plane) and kept its timeline.
+    """
+    for _ in range(3000):
+        if not world.gateway.calls.active:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("calls still running 30 s after their callers hung up")
 
 
 def script_of(*cues: Cue, tail_ms: int = 8000) -> CallerScript:

@@ -19,7 +19,8 @@ SID_666 = "MZ00000000000000000000000000000666"
 
 async def test_a_malformed_message_closes_that_call_only(tmp_path: Path) -> None:
     async with gateway_for(tmp_path, ["check my balance"]) as world:
-        healthy = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=4000))
+        # The tail leaves the turn's 1.5 s tool (3 s of media at speed 2) time to finish.
+        healthy = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=6000))
         broken = TwilioCaller(
             CallerScript([], 8000),
             call_sid="CA00000000000000000000000000000666",

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.redis_kit import RedisServer, redis_server  # noqa: F401 - the fixture
 from voicegate.engine.memory.fields import FieldType, MemoryField, SkillMemory
+from voicegate.engine.memory.redis_store import RedisOptions, RedisStore
 from voicegate.engine.memory.render import PII_MASK, masked, project_memory_lines, render_value
 from voicegate.engine.memory.schema import FieldRef, MemorySchema
 from voicegate.engine.memory.slice import MemorySlice
@@ -15,11 +17,16 @@ from voicegate.engine.memory.store import InMemoryStore, MemoryStore
 from voicegate.errors import EngineError
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore]:
-    made: MemoryStore = (
-        InMemoryStore() if request.param == "memory" else SqliteMemoryStore(tmp_path / "m.db")
-    )
+    made: MemoryStore
+    if request.param == "redis":  # issue 13: the same contract on a real redis-server
+        server: RedisServer = request.getfixturevalue("redis_server")
+        made = RedisStore(server.url, RedisOptions("vg:test"))
+    elif request.param == "sqlite":
+        made = SqliteMemoryStore(tmp_path / "m.db")
+    else:
+        made = InMemoryStore()
     yield made
     made.close()
 

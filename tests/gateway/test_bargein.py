@@ -11,6 +11,7 @@ from voicegate.gateway.bargein import (
     BargeInPolicy,
     BargeInState,
     CancelTurn,
+    Candidate,
     Dtmf,
     Event,
     PausePlayout,
@@ -25,6 +26,7 @@ from voicegate.gateway.bargein import (
     Transcript,
     TurnEnded,
     count_words,
+    needs_tick,
     step,
 )
 
@@ -282,3 +284,15 @@ def test_noise_after_turn_end_and_drain_is_just_the_caller_speaking() -> None:
     )
     assert actions == []
     assert state.phase is Phase.USER_SPEAKING
+
+
+@pytest.mark.parametrize("phase", list(Phase))
+@pytest.mark.parametrize("candidate", [None, Candidate(onset_ms=100)])
+@pytest.mark.parametrize("playing", [False, True])
+def test_a_tick_the_session_skips_would_have_changed_nothing(
+    phase: Phase, candidate: Candidate | None, playing: bool
+) -> None:
+    state = BargeInState(phase=phase, candidate=candidate, playing=playing, turn_running=True)
+    for now in (120, 400, 5000):
+        if not needs_tick(state):
+            assert step(state, Tick(now), POLICY) == (state, [])

@@ -80,3 +80,28 @@ def test_flush_clears_the_provider_and_drops_the_old_epoch() -> None:
     commands, news = playout.release(now_ms=540)
     assert news.started
     assert audio_ms(commands) == 100
+
+
+def test_chunks_halve_the_messages_within_the_same_flush_budget() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100, chunk_ms=40)
+    playout.enqueue(segment("a long answer", 2000))
+    sent_ms, messages = 0, 0
+    for now in range(0, 2000, 20):
+        commands, _ = playout.release(now_ms=now)
+        chunks = [c for c in commands if isinstance(c, PlayAudio)]
+        assert all(len(c.payload) <= 40 * ULAW_BYTES_PER_MS for c in chunks)
+        messages += len(chunks)
+        sent_ms += audio_ms(commands)
+        held = sent_ms - now  # what the provider still has to play
+        assert held <= 100  # never more to flush than with 20 ms frames
+        if sent_ms < 2000:
+            assert held >= 100 - 40 - 20  # and it never runs dry between two frames
+    assert sent_ms == 2000
+    assert messages == 2000 // 40
+
+
+def test_the_chunk_never_exceeds_half_the_send_ahead() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=40, chunk_ms=100)
+    playout.enqueue(segment("short budget", 400))
+    commands, _ = playout.release(now_ms=0)
+    assert [len(c.payload) for c in commands if isinstance(c, PlayAudio)] == [160, 160]

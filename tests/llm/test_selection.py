@@ -17,9 +17,10 @@ from voicegate.engine.llm.selection import (
     ChatModelSettings,
     select_chat_model,
 )
+from voicegate.engine.llm.unavailable import UnavailableLLM
 from voicegate.engine.project.config_model import Integrations
 from voicegate.engine.project.model import Project
-from voicegate.errors import ConfigError
+from voicegate.errors import ConfigError, LLMError
 
 
 def integrations(*models: Mapping[str, Any], group: str = "main") -> Integrations:
@@ -57,6 +58,7 @@ def test_self_hosted_entry_with_extras_and_timeout() -> None:
     ("entry", "expected"),
     [
         ({"provider": "anthropic", "model": "claude"}, "provider 'anthropic' is not supported"),
+        ({"provider": "groq"}, "'model' must be a non-empty string"),
         ({"provider": "self-hosted", "model": "m"}, "'api_base' must be a non-empty string"),
         ({"provider": "openai"}, "'model' must be a non-empty string"),
         ({"provider": "openai", "model": "m", "timeout": 0}, "'timeout' must be a positive"),
@@ -144,3 +146,65 @@ async def test_a_base_url_override_needs_no_key() -> None:
     (request,) = server.requests
     assert request.body["model"] == "local"
     assert "Authorization" not in request.headers
+
+
+def test_the_inline_llm_form_is_one_model_entry() -> None:
+    inline = Integrations(
+        llm={
+            "provider": "openai",
+            "model": "gpt-4o-mini",
+            "api_key_env": "BANK_OPENAI_KEY",
+            "temperature": 0.2,
+        }
+    )
+    settings = select_chat_model(inline)
+    assert settings == ChatModelSettings(
+        "gpt-4o-mini", OPENAI_BASE_URL, "BANK_OPENAI_KEY", options={"temperature": 0.2}
+    )
+
+
+def test_settings_beside_model_group_are_layered_over_the_groups_model() -> None:
+    chosen = Integrations(
+        llm={"model_group": "main", "temperature": 0.7, "max_prompt_tokens": 4000},
+        model_groups={"main": ({"provider": "openai", "model": "m", "temperature": 0.1},)},
+    )
+    settings = select_chat_model(chosen)
+    assert settings.options == {"temperature": 0.7}  # max_prompt_tokens is not a request field
+
+
+@pytest.mark.parametrize(
+    ("provider", "base_url", "key_env"),
+    [
+        ("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+        ("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+        ("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    ],
+)
+def test_hosted_openai_compatible_providers_get_their_endpoint_and_key(
+    provider: str, base_url: str, key_env: str
+) -> None:
+    settings = select_chat_model(Integrations(llm={"provider": provider, "model": "m"}))
+    assert (settings.base_url, settings.api_key_env) == (base_url, key_env)
+
+
+@pytest.mark.parametrize("provider", ["ollama", "vllm"])
+def test_self_hosted_provider_names_need_an_api_base(provider: str) -> None:
+    with pytest.raises(ConfigError, match="'api_base' must be a non-empty string"):
+        select_chat_model(Integrations(llm={"provider": provider, "model": "m"}))
+    settings = select_chat_model(
+        Integrations(llm={"provider": provider, "model": "m", "api_base": "http://h:1/v1"})
+    )
+    assert (settings.endpoint, settings.api_key_env) == ("http://h:1/v1/chat/completions", "")
+
+
+async def test_an_unsupported_provider_loads_and_fails_at_the_first_model_call() -> None:
+    project = Project(integrations=Integrations(llm={"provider": "azure", "deployment": "gpt"}))
+    llm = build_llm("openai", project, {})("call-1")  # no error at build time
+    with pytest.raises(LLMError, match="provider 'azure' is not supported"):
+        [item async for item in llm.stream([UserMessage("hi")], [])]
+
+
+def test_a_model_on_the_command_line_replaces_an_unsupported_provider() -> None:
+    project = Project(integrations=Integrations(llm={"provider": "anthropic", "model": "c"}))
+    llm = build_llm("openai:gpt-4o", project, {"OPENAI_API_KEY": "k"})("call-1")
+    assert not isinstance(llm, UnavailableLLM)

@@ -11,6 +11,7 @@ from voicegate.config import StoreSettings, load_settings
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.tools.result import ToolResult
 from voicegate.errors import ConfigError, ToolExecutionError
+from voicegate.gateway.dialogue import ThreadedEngine
 from voicegate.mcp.config import StdioTransport
 from voicegate.mcp.imports import McpImport
 from voicegate.mcp.runtime import McpRuntime, declared_servers
@@ -66,10 +67,13 @@ async def test_the_gateway_runner_starts_the_demo_server_and_offers_its_tool(
         store=StoreSettings(data_dir=tmp_path),
     )
     async with wiring.open_runner(settings) as runner:
-        engine = runner.services.engine
+        threaded = runner.services.engine
+        # The engine and its MCP sessions live on the dialogue plane (issue 12).
+        assert isinstance(threaded, ThreadedEngine)
+        engine = threaded.inner
         assert isinstance(engine, ProjectEngine)
         bound = engine.catalog.local("branch_hours", "branch_hours")
         assert bound is not None
         assert bound.tool.source == "mcp"
-        result = await bounded(bound.tool.call({"town": "shelbyville"}))
+        result = await threaded.plane.run(bounded(bound.tool.call({"town": "shelbyville"})))
         assert result.llm_response["address"] == "4 Harbour Road"

@@ -137,7 +137,7 @@ def test_mcp_servers_accept_id_as_the_older_name_and_keep_options(tmp_path: Path
     ("text", "code"),
     [
         ("llm: main\n", "config.integrations.invalid"),
-        ("llm: {model_group: main, temperature: 0}\n" + GROUPS, "config.integrations.invalid"),
+        ("llm: {model_group: main, temperature: 0}\n" + GROUPS, "config.integrations.inline_llm"),
         ("llm: {model_group: main}\nmodel_groups: main\n", "config.integrations.invalid"),
         ("llm: {model_group: main}\nmodel_groups:\n  - id: main\n", "config.integrations.invalid"),
         ("llm: {model_group: fast}\n" + GROUPS, "config.integrations.unknown_model_group"),

@@ -10,7 +10,7 @@ from voicegate.engine.project.loader import load_project
 from voicegate.errors import ProjectError
 
 BROKEN = {
-    "integrations.yml": "llm: {provider: openai, model: m}\n",
+    "integrations.yml": "llm: {model_group: main}\n",
     "agent.yml": "agent: {id: x}\n",
     "memory.yml": "flag:\n  type: boolean\n",
     "responses.yml": "responses:\n  utter_a:\n    - text: ''\n",
@@ -22,7 +22,7 @@ BROKEN = {
 
 def test_all_problems_are_listed_in_dependency_order(tmp_path: Path) -> None:
     assert problems(write(tmp_path, BROKEN)) == [
-        ("config.integrations.inline_llm", "integrations.yml", 1),
+        ("config.integrations.unknown_model_group", "integrations.yml", 1),
         ("config.agent.missing_persona", "agent.yml", 1),
         ("mantle.validation.memory.invalid", "memory.yml", 2),
         ("mantle.validation.response.empty_text", "responses.yml", 3),
@@ -37,7 +37,7 @@ def test_load_project_raises_the_first_problem_and_counts_the_rest(tmp_path: Pat
         ProjectError, match=r"\(and 5 more problems; `voicegate validate` lists them all\)"
     ) as raised:
         load_project(tmp_path)
-    assert raised.value.code == "config.integrations.inline_llm"
+    assert raised.value.code == "config.integrations.unknown_model_group"
     assert raised.value.path == str(tmp_path.resolve() / "integrations.yml")
     assert raised.value.line == 1
 
@@ -49,7 +49,7 @@ def test_validate_prints_one_line_per_problem(
     assert main(["validate", str(tmp_path)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 7
-    assert lines[0].startswith("config.integrations.inline_llm: ")
+    assert lines[0].startswith("config.integrations.unknown_model_group: ")
     assert lines[0].endswith(f"({tmp_path}/integrations.yml:1)")
     assert lines[-1] == f"{tmp_path}: 6 problems"
 

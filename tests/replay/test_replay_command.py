@@ -147,6 +147,8 @@ async def test_with_url_the_caller_side_timeline_is_written(
     scenario = load_scenario(CALLS / "bargein_while_speaking.yml")
     settings = scenario_settings(scenario, tmp_path / "gateway")
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0))
+    # The gateway takes audio at the replay's speed 4 (limits.media_max_speed, issue 15).
+    settings = replace(settings, limits=replace(settings.limits, media_max_speed=4.0))
     runner = wiring.build_runner(settings)
     out = tmp_path / "out"
     async with Gateway(runner, settings.gateway_options()) as gateway:

@@ -14,10 +14,10 @@ from voicegate.cli.main import build_parser
 from voicegate.cli.serve_command import serve_main
 from voicegate.codecs import Codec
 from voicegate.config import Settings
-from voicegate.gateway.transport import CallRunner, Transport
+from voicegate.gateway.transport import CallGate, CallRunner, Transport
 
 
-async def echo(transport: Transport, codec: Codec) -> None:
+async def echo(transport: Transport, codec: Codec, gate: CallGate) -> None:
     """Send every message back until the peer or the gateway closes."""
     while (message := await transport.receive()) is not None:
         await transport.send(message)

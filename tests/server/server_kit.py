@@ -20,11 +20,11 @@ import aiohttp
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from voicegate.codecs import AcceptCall, CallStarted, Codec
+from voicegate.codecs import AcceptCall, CallStarted, Codec, Hangup
 from voicegate.errors import RemoteProtocolError
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.options import GatewayOptions
-from voicegate.gateway.transport import Transport
+from voicegate.gateway.transport import CallGate, Transport
 
 TWILIO_CONNECTED = {"event": "connected", "protocol": "Call", "version": "1.0.0"}
 
@@ -56,16 +56,16 @@ class ScriptedRunner:
         self.cancelled = 0  # calls that saw CancelledError
         self.finished = 0  # calls that returned normally
 
-    async def __call__(self, transport: Transport, codec: Codec) -> None:
+    async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         try:
             await transport.send(json.dumps({"dialect": codec.capabilities.dialect}))
-            await self._serve(transport, codec)
+            await self._serve(transport, codec, gate)
             self.finished += 1
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
 
-    async def _serve(self, transport: Transport, codec: Codec) -> None:
+    async def _serve(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         while (message := await transport.receive()) is not None:
             match message:
                 case "crash":
@@ -78,16 +78,27 @@ class ScriptedRunner:
                 case "hangup":
                     await transport.close(1000, "bye")
                     return
-            await self._decode(transport, codec, message)
+            if not await self._decode(transport, codec, gate, message):
+                return
 
-    async def _decode(self, transport: Transport, codec: Codec, message: str | bytes) -> None:
+    async def _decode(
+        self, transport: Transport, codec: Codec, gate: CallGate, message: str | bytes
+    ) -> bool:
+        """Report the message's events; False if the gateway refused the call at its start."""
         for event in codec.receive(message):  # a malformed message raises RemoteProtocolError
             await transport.send(json.dumps({"event": type(event).__name__}))
             if isinstance(event, CallStarted):
+                refusal = gate.started(event)
+                if refusal is not None:
+                    for reply in codec.send(Hangup(refusal.reason)):
+                        await transport.send(reply)
+                    await transport.close(refusal.code, refusal.reason)
+                    return False
                 report = {"call_id": event.call_id, "metadata": dict(event.metadata)}
                 await transport.send(json.dumps(report))
                 for reply in codec.send(AcceptCall()):
                     await transport.send(reply)
+        return True
 
 
 def loopback_options(**changes: Any) -> GatewayOptions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -19,8 +20,8 @@ from tests.server.server_kit import (
 )
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError
-from voicegate.gateway.calls import CallRegistry, Refusal
-from voicegate.gateway.transport import Transport
+from voicegate.gateway.calls import CallRegistry
+from voicegate.gateway.transport import CallGate, Refusal, Transport
 from voicegate.gateway.websocket import MAX_CLOSE_REASON_BYTES, close_reason
 
 
@@ -28,6 +29,10 @@ async def test_a_call_over_capacity_is_refused_with_1013_and_a_reason() -> None:
     async with running_gateway(ScriptedRunner(), capacity=1) as gateway:
         async with call(gateway, "/twilio") as first:
             assert await receive_json(first) == {"dialect": "twilio"}
+            # A connection takes its slot at `start`, not at the upgrade (issue 15 #4).
+            assert (await get_json(gateway, "/readyz"))[0] == 200
+            await first.send(twilio_start("CA1"))
+            assert await receive_json(first) == {"event": "CallStarted"}
             status, body = await get_json(gateway, "/readyz")
             assert (status, body["reason"], body["active_calls"]) == (
                 503,
@@ -35,10 +40,9 @@ async def test_a_call_over_capacity_is_refused_with_1013_and_a_reason() -> None:
                 1,
             )
             async with call(gateway, "/twilio") as second:
+                # Refused at the upgrade while full, before any message.
                 assert await close_of(second) == (1013, "at capacity (1 calls)")
             # The admitted call is unaffected by the refusal.
-            await first.send(twilio_start("CA1"))
-            assert await receive_json(first) == {"event": "CallStarted"}
             await first.send("hangup")
             assert await close_of(first) == (1000, "bye")
         await eventually(lambda: not gateway.calls.active, "the first call to be released")
@@ -50,12 +54,19 @@ async def test_a_refused_browser_gets_a_stop_message_with_the_reason_before_the_
     async with (
         running_gateway(ScriptedRunner(), capacity=1) as gateway,
         call(gateway, "/browser") as first,
+        call(gateway, "/browser") as second,
     ):
         await receive_json(first)
-        async with call(gateway, "/browser") as second:
-            stop = {"type": "stop", "reason": "at capacity (1 calls)"}
-            assert await receive_json(second) == stop
-            assert await close_of(second) == (1013, "at capacity (1 calls)")
+        await receive_json(second)
+        await first.send(json.dumps({"type": "start", "sampleRate": 16000}))
+        assert await receive_json(first) == {"event": "CallStarted"}
+        await receive_json(first)  # the runner's report
+        # The second connection was let in before the first started; its start is refused.
+        await second.send(json.dumps({"type": "start", "sampleRate": 16000}))
+        assert await receive_json(second) == {"event": "CallStarted"}
+        stop = {"type": "stop", "reason": "at capacity (1 calls)"}
+        assert await receive_json(second) == stop
+        assert await close_of(second) == (1013, "at capacity (1 calls)")
 
 
 async def test_a_crashing_call_closes_with_1011_and_the_other_call_goes_on(
@@ -102,7 +113,7 @@ async def test_a_protocol_error_closes_with_1002_and_its_message() -> None:
 
 
 async def test_a_protocol_error_inside_a_task_group_still_closes_with_1002() -> None:
-    async def runner(transport: Transport, codec: Codec) -> None:
+    async def runner(transport: Transport, codec: Codec, gate: CallGate) -> None:
         async def bad_reader() -> None:
             await transport.receive()
             raise RemoteProtocolError("unexpected frame")
@@ -116,7 +127,7 @@ async def test_a_protocol_error_inside_a_task_group_still_closes_with_1002() -> 
 
 
 async def test_a_runner_that_returns_closes_the_socket_normally() -> None:
-    async def runner(transport: Transport, codec: Codec) -> None:
+    async def runner(transport: Transport, codec: Codec, gate: CallGate) -> None:
         await transport.send("only this")
 
     async with running_gateway(runner) as gateway, call(gateway, "/browser") as client:
@@ -141,11 +152,21 @@ async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
     registry.open()
     first = registry.admit("a", "twilio", transport)
     second = registry.admit("b", "browser", transport)
-    assert isinstance(registry.admit("c", "twilio", transport), Refusal)
     assert not isinstance(first, Refusal)
     assert not isinstance(second, Refusal)
+    # Connections waiting for `start` hold no slot, but at most `waiting` (= capacity) of them.
+    assert registry.admit("c", "twilio", transport) == Refusal(1013, "2 connections await start")
+    assert registry.start(first, "CA1") is None
+    assert registry.start(second, "CA1") == Refusal(
+        1008, "a stream for this call id is already live"
+    )
+    assert registry.start(second, "CA2") is None
+    assert registry.readiness().active_calls == 2
+    assert registry.admit("c", "twilio", transport) == Refusal(1013, "at capacity (2 calls)")
     registry.release(first)
-    assert not isinstance(registry.admit("c", "twilio", transport), Refusal)
+    third = registry.admit("c", "twilio", transport)
+    assert not isinstance(third, Refusal)
+    assert registry.start(third, "CA1") is None  # the released call id is free again
     assert [c.call_id for c in registry.active] == ["b", "c"]
 
 

@@ -69,3 +69,13 @@ def test_iter_frames_leaves_out_a_partial_tail() -> None:
     frames = list(iter_frames(samples, 16))
     assert [len(frame) for frame in frames] == [16, 16, 16]
     assert np.array_equal(np.concatenate(frames), samples[:48])
+
+
+@pytest.mark.parametrize("window", [1, 2, 5, 50])
+def test_the_floor_is_the_plain_minimum_of_the_window_at_every_frame(window: int) -> None:
+    rng = np.random.default_rng(window)
+    levels = [float(x) for x in rng.choice([-90.0, -60.0, -40.0, -30.0], size=400)]
+    levels += [float(x) for x in rng.normal(-50, 15, size=400)]
+    floor = NoiseFloor(window)
+    for index, level in enumerate(levels):
+        assert floor.update(level) == min(levels[max(0, index - window + 1) : index + 1])

@@ -145,7 +145,9 @@ async def replay_in_process(
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
     """Start the gateway ``settings`` describe on a free loopback port and replay one call."""
-    settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0))
+    # The replay's own gateway takes audio at the replay's speed (limits.media_max_speed).
+    paced = replace(settings.limits, media_max_speed=max(settings.limits.media_max_speed, speed))
+    settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0), limits=paced)
     async with (
         wiring.open_runner(settings) as runner,
         Gateway(runner, settings.gateway_options()) as gateway,

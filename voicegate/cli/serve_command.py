@@ -2,6 +2,9 @@
 
 This is the edge where the object graph is built, explicitly (design §3, §7): settings from
 the file and the command line, secrets from the environment, the call runner, the gateway.
+With one worker the gateway runs in this process; with more, this process supervises worker
+processes (gateway/supervisor.py), each of which builds the same graph from the same
+:class:`ServePlan` in :func:`serve_worker` (gateway/worker.py).
 """
 
 from __future__ import annotations
@@ -11,22 +14,30 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 from voicegate.cli import wiring
-from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings
-from voicegate.errors import ConfigError
-from voicegate.gateway.lifecycle import Gateway, serve
+from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse_settings
+from voicegate.errors import ConfigError, VoicegateError
+from voicegate.gateway.calls import CANCEL_GRACE_S
+from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
+from voicegate.gateway.supervisor import Supervisor, SupervisorOptions
 from voicegate.gateway.transport import CallRunner
+from voicegate.gateway.worker import WorkerLaunch, ignore_terminal_interrupts, run_worker
 
 #: Opens the one runner every call is handed to (see :func:`build_runner`).
 RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]
+#: After SIGTERM, how long workers get beyond the drain deadline before they are killed.
+STOP_MARGIN_S = 10.0
+LOG_FORMAT = "%(asctime)s %(levelname)s {who}%(name)s: %(message)s"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,6 +56,17 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--llm", metavar="SPEC", help="language model, e.g. scripted:FILE")
     parser.add_argument("--host", help="listen address (server.host)")
     parser.add_argument("--port", type=int, help="listen port, 0 for a free one (server.port)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes sharing the port; 0: one per CPU core (server.workers)",
+    )
+    parser.add_argument(
+        "--no-uvloop",
+        action="store_true",
+        help="run on asyncio's own event loop instead of uvloop (server.uvloop: false)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -59,6 +81,46 @@ def build_runner(settings: Settings) -> AbstractAsyncContextManager[CallRunner]:
     return wiring.open_runner(settings)
 
 
+@dataclass(frozen=True, slots=True)
+class ServePlan:
+    """What to serve, as picklable data: each worker process rebuilds the settings from it.
+
+    The settings file's text is read once, so every worker (and every restart) serves the
+    same settings even if the file changes meanwhile.
+    """
+
+    config_text: str | None  # None: built-in defaults
+    config_source: str
+    overrides: dict[str, Any]
+    runner_builder: RunnerBuilder
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, runner_builder: RunnerBuilder) -> ServePlan:
+        """The plan for ``voicegate serve`` with these arguments."""
+        path = args.config
+        if path is None and DEFAULT_CONFIG_PATH.exists():
+            path = DEFAULT_CONFIG_PATH
+        text = None if path is None else _read_text(path)
+        overrides = {
+            "host": args.host,
+            "port": args.port,
+            "project": args.project,
+            "llm": args.llm,
+            "workers": getattr(args, "workers", None),
+            "uvloop": False if getattr(args, "no_uvloop", False) else None,
+        }
+        return cls(text, str(path), overrides, runner_builder)
+
+    def settings(self) -> Settings:
+        """The settings: the file's text, then the command line's overrides."""
+        settings = (
+            Settings()
+            if self.config_text is None
+            else parse_settings(self.config_text, self.config_source)
+        )
+        return apply_overrides(settings, **self.overrides)
+
+
 def serve_main(
     args: argparse.Namespace,
     *,
@@ -66,35 +128,92 @@ def serve_main(
     environ: Mapping[str, str] = os.environ,
 ) -> int:
     """Build everything from ``args`` and serve until a signal; the exit code."""
-    settings = apply_overrides(
-        read_settings(args.config),
-        host=args.host,
-        port=args.port,
-        project=args.project,
-        llm=args.llm,
-    )
-    secrets = resolve_secrets(settings, environ)
-    options = settings.gateway_options(
-        twilio_auth_token=secrets.get("providers.twilio.auth_token_env")
-    )
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    plan = ServePlan.from_args(args, runner_builder)
+    settings = plan.settings()
+    options = gateway_options(settings, environ)
+    workers = worker_count(settings.server.workers)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=""))
     try:
-        asyncio.run(_serve(runner_builder(settings), options))
+        if workers == 1:
+            run_loop(settings, _serve(runner_builder(settings), options))
+            return 0
+        failure = asyncio.run(_supervise(plan, options, workers))
     except OSError as error:  # e.g. the port is taken
         print(
             f"voicegate serve: cannot listen on {options.host}:{options.port}: {error}",
             file=sys.stderr,
         )
         return 1
+    if failure is not None:
+        print(f"voicegate serve: {failure}", file=sys.stderr)
+        return 1
     return 0
+
+
+def gateway_options(settings: Settings, environ: Mapping[str, str]) -> GatewayOptions:
+    """The gateway's options, with the secrets the settings name read from ``environ``."""
+    secrets = resolve_secrets(settings, environ)
+    settings.check_exposure()
+    return settings.gateway_options(secrets=secrets)
+
+
+def worker_count(configured: int) -> int:
+    """``server.workers``, 0 meaning one per CPU core this process may run on."""
+    return configured or len(os.sched_getaffinity(0)) or 1
+
+
+def run_loop(settings: Settings, main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on a new event loop: uvloop unless ``server.uvloop`` is false."""
+    factory = uvloop.new_event_loop if settings.server.uvloop else None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(main)
 
 
 async def _serve(runner: AbstractAsyncContextManager[CallRunner], options: GatewayOptions) -> None:
     """Open the runner (MCP servers start), serve until a signal, close it (they stop)."""
     async with runner as call_runner:
         await serve(Gateway(call_runner, options), on_listening=announce)
+
+
+async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> str | None:
+    """Run ``workers`` worker processes until a signal; None, or why they could not start."""
+    supervisor_options = SupervisorOptions(
+        workers=workers,
+        host=options.host,
+        port=options.port,
+        capacity=options.capacity,
+        stop_timeout_s=options.shutdown_deadline_s
+        + CANCEL_GRACE_S
+        + HTTP_SHUTDOWN_TIMEOUT_S
+        + STOP_MARGIN_S,
+    )
+    supervisor = Supervisor(serve_worker, plan, supervisor_options)
+    return await supervisor.run(lambda base: announce_at(base, options, workers))
+
+
+def serve_worker(launch: WorkerLaunch) -> None:
+    """One worker process of ``voicegate serve --workers N`` (the multiprocessing target)."""
+    ignore_terminal_interrupts()
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=f"w{launch.index} "))
+    plan = launch.plan
+    assert isinstance(plan, ServePlan)
+    try:
+        settings = plan.settings()
+        options = gateway_options(settings, os.environ)
+        run_loop(settings, run_worker(launch, plan.runner_builder(settings), options))
+    except VoicegateError as error:
+        launch.report.failed(str(error))
+        raise SystemExit(1) from None
+    except OSError as error:
+        launch.report.failed(f"worker {launch.index}: cannot listen: {error}")
+        raise SystemExit(1) from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the settings file: {error}") from None
 
 
 def read_settings(path: Path | None) -> Settings:
@@ -111,6 +230,8 @@ def apply_overrides(
     port: int | None = None,
     project: Path | None = None,
     llm: str | None = None,
+    workers: int | None = None,
+    uvloop: bool | None = None,
 ) -> Settings:
     """Command-line options over the file's values (checked like the file's)."""
     server, engine = settings.server, settings.engine
@@ -119,6 +240,8 @@ def apply_overrides(
             server,
             host=server.host if host is None else host,
             port=server.port if port is None else port,
+            workers=server.workers if workers is None else workers,
+            uvloop=server.uvloop if uvloop is None else uvloop,
         )
     except ConfigError as error:
         raise ConfigError(f"command line: {error}") from None
@@ -143,20 +266,26 @@ def resolve_secrets(settings: Settings, environ: Mapping[str, str]) -> dict[str,
 
 def announce(gateway: Gateway) -> None:
     """Tell the operator where to connect (stdout, one line per route)."""
-    base = gateway.base_url
+    announce_at(gateway.base_url, gateway.options, 1)
+
+
+def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
+    """The banner for a gateway listening at ``base`` (tests and benches parse line one)."""
     ws = "ws" + base.removeprefix("http")
     lines = [f"voicegate listening on {base}"]
-    if gateway.options.public_url is not None:
-        lines.append(f"  public URL (in TwiML): {gateway.options.public_url}")
-    if gateway.options.twilio is not None:
+    if workers > 1:
+        lines.append(f"  workers: {workers} processes sharing the port")
+    if options.public_url is not None:
+        lines.append(f"  public URL (in TwiML): {options.public_url}")
+    if options.twilio is not None:
         lines.append(f"  twilio:  webhook POST {base}{TWILIO_WEBHOOK_PATH}")
         lines.append(f"           media stream {ws}{TWILIO_STREAM_PATH}")
-    if gateway.options.browser is not None:
+    if options.browser is not None:
         lines.append(f"  browser: open {base}/ (the page), or connect to {ws}{BROWSER_PATH}")
-    if gateway.options.twilio is not None:
+    if options.twilio is not None:
         lines.append(
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
             f" --url {ws}{TWILIO_STREAM_PATH}"
         )
-    lines.append("  health:  /healthz, /readyz; stop with Ctrl-C or SIGTERM")
+    lines.append("  health:  /healthz, /readyz, /workers; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)

@@ -20,20 +20,27 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from voicegate.cli.stores import Stores, open_stores
 from voicegate.config import Settings
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
 from voicegate.engine.llm.rules import rules_factory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
-from voicegate.engine.llm.selection import ChatModelSettings, select_chat_model
+from voicegate.engine.llm.selection import (
+    ChatModelSettings,
+    UnsupportedProviderError,
+    select_chat_model,
+)
+from voicegate.engine.llm.unavailable import unavailable_factory
 from voicegate.engine.loop.engine import ProjectEngine
-from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
-from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.loader import load_project
 from voicegate.engine.project.model import Project
+from voicegate.engine.seam import DialogueEngine
 from voicegate.engine.tools.catalog import ToolCatalog
+from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
+from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.mcp.connection import LaunchOptions
@@ -77,7 +84,11 @@ def build_llm(spec: str, project: Project, environ: Mapping[str, str]) -> LLMFac
     if kind == "rules" and not argument:
         return rules_factory(project)  # the offline orchestrator (docs/rules-llm.md)
     if kind == "openai":
-        settings, api_key = openai_model(argument, project, environ)
+        try:
+            settings, api_key = openai_model(argument, project, environ)
+        except UnsupportedProviderError as error:
+            # Fail at the first model call, not at load (issue 17): the project still loads.
+            return unavailable_factory(str(error))
 
         def chat(call_id: str) -> LLMPort:
             return OpenAIChatLLM(settings, api_key)
@@ -100,15 +111,12 @@ def openai_model(
     """
     model, base_url = split_model_spec(argument)
     try:
-        if project.integrations.llm or not model:
-            settings = select_chat_model(project.integrations)
-        else:
-            settings = ChatModelSettings(model)
+        settings = _selected_model(project, model)
         settings = replace(
             settings, model=model or settings.model, base_url=base_url or settings.base_url
         )
     except ConfigError as error:
-        raise ConfigError(f"engine.llm: {error}") from None
+        raise type(error)(f"engine.llm: {error}") from None  # keeps UnsupportedProviderError
     api_key = environ.get(settings.api_key_env, "") if settings.api_key_env else ""
     if settings.api_key_env and not api_key and not base_url:
         raise ConfigError(
@@ -116,6 +124,19 @@ def openai_model(
             f"{settings.api_key_env}, which is unset"
         )
     return settings, api_key
+
+
+def _selected_model(project: Project, model: str) -> ChatModelSettings:
+    """The project's selection; a MODEL named on the command line replaces an unsupported one
+    (or a missing one) with that model on OpenAI's API."""
+    if not project.integrations.llm and model:
+        return ChatModelSettings(model)
+    try:
+        return select_chat_model(project.integrations)
+    except UnsupportedProviderError:
+        if model:
+            return ChatModelSettings(model)
+        raise
 
 
 def split_model_spec(argument: str) -> tuple[str, str]:
@@ -219,17 +240,32 @@ def build_runner(
     *,
     project: Project | None = None,
     catalog: ToolCatalog | None = None,
-    store: MemoryStore | None = None,
+    stores: Stores | None = None,
+    tool_loops: ToolLoops | None = None,
+    plane: DialoguePlane | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
     ``catalog`` carries the project's tools including the MCP tools it imports (see
     :func:`open_runner`); without it the engine offers the project's local tools only.
+    Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
+    carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
-    store = store or open_store(settings)
-    engine = ProjectEngine(project, llm, store, catalog=catalog)
+    stores = stores or open_store(settings, environ, project)
+    tool_loops = tool_loops or ToolLoops()
+    project_engine = ProjectEngine(
+        project,
+        llm,
+        stores.memory,
+        catalog=catalog,
+        tool_loops=tool_loops,
+        resume=stores.resume,
+    )
+    engine: DialogueEngine = (
+        project_engine if plane is None else ThreadedEngine(project_engine, plane)
+    )
     rate = settings.audio.session_sample_rate
     vad = settings.vad
     if settings.turns.end_of_turn.uses_model:
@@ -246,6 +282,7 @@ def build_runner(
         frame_ms=settings.vad.frame_ms,
         send_ahead_ms=settings.playout.send_ahead_ms,
         barge_in=settings.barge_in,
+        limits=settings.limits,
     )
     return SessionRunner(services, session)
 
@@ -265,22 +302,41 @@ async def open_runner(
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
-    A server that cannot be started, connected, authenticated or listed stops startup with
-    an ``McpServerError`` naming it. Must run inside the event loop that serves the calls.
+    The engine, its model clients and the MCP sessions live on a dialogue plane (a thread with
+    its own event loop), project tools on tool loops: the loop carrying the calls' media never
+    waits on them (design §10, issue 12). A server that cannot be started, connected,
+    authenticated or listed stops startup with an ``McpServerError`` naming it.
     """
     root = settings.engine.project_dir
     project = load_project(root)
     servers = declared_servers(root, environ)
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
-    store = open_store(settings)
+    stores = open_store(settings, environ, project)
+    tool_loops = ToolLoops()
+    plane = DialoguePlane()
+    plane.start()
     try:
-        async with project_tools(project, servers, launch) as catalog:
-            yield build_runner(settings, environ, project=project, catalog=catalog, store=store)
+        async with plane.hosting(project_tools(project, servers, launch)) as catalog:
+            yield build_runner(
+                settings,
+                environ,
+                project=project,
+                catalog=catalog,
+                stores=stores,
+                tool_loops=tool_loops,
+                plane=plane,
+            )
     finally:
-        store.close()  # every write was already committed; this releases the file
+        plane.stop()
+        tool_loops.close()
+        stores.close()  # every write was already committed; this releases the file
 
 
-def open_store(settings: Settings) -> SqliteMemoryStore:
-    """The durable memory store under ``store.data_dir`` (design §4 point 4)."""
-    return SqliteMemoryStore(settings.store.data_dir / "memory.sqlite3")
+def open_store(settings: Settings, environ: Mapping[str, str], project: Project) -> Stores:
+    """Memory and call state, in SQLite or Redis per ``store.backend`` (issue 13).
+
+    Redis keys are namespaced by the project's ``agent_id``, or its folder's name.
+    """
+    name = project.agent.agent_id or (project.root.name if project.root else "project")
+    return open_stores(settings.store, environ, name)

@@ -60,7 +60,24 @@ def parse_json_object(text: str, context: str) -> dict[str, object]:
         raise RemoteProtocolError(f"{context}: text frame is not valid JSON ({error})") from None
     if not isinstance(value, dict):
         raise RemoteProtocolError(f"{context}: expected a JSON object, got {show(value)}")
+    if "\\u" in text or not text.isascii():
+        _refuse_lone_surrogates(value, context)
     return cast(dict[str, object], value)
+
+
+def _refuse_lone_surrogates(value: object, context: str) -> None:
+    """Refuse JSON whose strings hold a lone surrogate (``"\\ud800"``), which is no Unicode text.
+
+    RFC 8259 §8.2 leaves such strings' behaviour unpredictable; passed on, they break every
+    UTF-8 encoder downstream (close reasons, logs, SQLite; issue 15 #2). Only messages with
+    an escape or non-ASCII text are walked, so 20 ms media messages pay nothing.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):
+        raise RemoteProtocolError(
+            f"{context}: a string holds a lone UTF-16 surrogate, which is not Unicode text"
+        ) from None
 
 
 class JsonObject:

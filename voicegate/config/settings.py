@@ -8,6 +8,8 @@ appear only as names of environment variables (``auth_token_env``); the CLI reso
 
 from __future__ import annotations
 
+import enum
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
@@ -28,19 +31,23 @@ from voicegate.turns.settings import TurnSettings
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
 
+#: More worker processes than this is a typo, not a deployment (each loads the models).
+MAX_WORKERS = 256
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL_SCHEMES = ("http", "https", "ws", "wss")
 
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """``server``: where to listen and how many calls to take."""
+    """``server``: where to listen, how many calls to take, and in how many processes."""
 
     host: str = "127.0.0.1"
     port: int = 8080
     public_url: str | None = None
     capacity: int = 100
     shutdown_deadline_s: float = 30.0
+    workers: int = 0  # worker processes sharing the port; 0: one per CPU core
+    uvloop: bool = True  # run the event loops on uvloop (libuv) rather than asyncio's own
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -49,12 +56,22 @@ class ServerSettings:
             raise ConfigError(f"port must be between 0 and 65535, got {self.port}")
         if self.capacity < 1:
             raise ConfigError(f"capacity must be at least 1, got {self.capacity}")
+        if not 0 <= self.workers <= MAX_WORKERS:
+            raise ConfigError(f"workers must be between 0 and {MAX_WORKERS}, got {self.workers}")
         if self.shutdown_deadline_s < 0:
             raise ConfigError(
                 f"shutdown_deadline_s must not be negative: {self.shutdown_deadline_s}"
             )
         if self.public_url is not None:
             _check_public_url(self.public_url)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _check_public_url(url: str) -> None:
@@ -67,7 +84,7 @@ def _check_public_url(url: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class AudioSettings:
-    """``audio``: the rate every call is resampled to for VAD and speech recognition."""
+    """``audio``: the widest rate calls are resampled to for VAD and speech recognition."""
 
     session_sample_rate: int = 16000
 
@@ -87,12 +104,17 @@ class TwilioSettings:
     auth_token_env: str = ""
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    stream_secret_env: str = ""
+    stream_token_ttl_s: float = 300.0
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
-        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
-            raise ConfigError(
-                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
-            )
+        for name in ("auth_token_env", "stream_secret_env"):
+            value = getattr(self, name)
+            if value and not _ENV_NAME.fullmatch(value):
+                raise ConfigError(f"{name} must name an environment variable, got {value!r}")
+        if not self.stream_token_ttl_s > 0:
+            raise ConfigError(f"stream_token_ttl_s must be positive: {self.stream_token_ttl_s}")
         if any(not name for name in self.parameters):
             raise ConfigError("parameters must not have an empty name")
         clashes = sorted(set(self.parameters) & set(self.webhook_fields))
@@ -108,8 +130,15 @@ class BrowserSettings:
 
     enabled: bool = True
     output_sample_rate: int = 16000
+    allowed_origins: tuple[str, ...] = ()
+    api_key_env: str = ""
+    allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ConfigError(
+                f"api_key_env must name an environment variable: {self.api_key_env!r}"
+            )
         if self.output_sample_rate not in BROWSER_SAMPLE_RATES:
             raise ConfigError(
                 f"output_sample_rate must be one of {BROWSER_SAMPLE_RATES}, "
@@ -149,11 +178,37 @@ class EngineSettings:
     llm: str = "scripted:config/agent/conversation.yml"
 
 
+class StoreBackend(enum.Enum):
+    """Where durable state lives (issue 13): embedded SQLite, or a Redis server shared by nodes."""
+
+    SQLITE = "sqlite"
+    REDIS = "redis"
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
-    """``store``: where durable state (the memory store) lives."""
+    """``store``: where durable state (memory, resumable call state) lives."""
 
+    backend: StoreBackend = StoreBackend.SQLITE
     data_dir: Path = Path("data")
+    redis_url_env: str = "VOICEGATE_REDIS_URL"
+    key_prefix: str = "voicegate"
+    memory_ttl_s: float = 30 * 24 * 3600.0
+    call_ttl_s: float = 3600.0
+    timeout_s: float = 0.5
+    retries: int = 2
+    resume_line: str = "Sorry, we were cut off. Where were we?"
+
+    def __post_init__(self) -> None:
+        if not _ENV_NAME.fullmatch(self.redis_url_env):
+            raise ConfigError(
+                f"redis_url_env must name an environment variable, got {self.redis_url_env!r}"
+            )
+        if not self.key_prefix or ":" in self.key_prefix:
+            raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
+        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,29 +225,73 @@ class Settings:
     speech: SpeechSettings = field(default_factory=SpeechSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    limits: Limits = field(default_factory=Limits)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
-        twilio = self.providers.twilio
-        if twilio.enabled and twilio.auth_token_env:
-            return {"providers.twilio.auth_token_env": twilio.auth_token_env}
-        return {}
-
-    def gateway_options(self, *, twilio_auth_token: str | None = None) -> GatewayOptions:
-        """The server's options; secrets are passed in already resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
+        names = {
+            "providers.twilio.auth_token_env": twilio.auth_token_env if twilio.enabled else "",
+            "providers.twilio.stream_secret_env": (
+                twilio.stream_secret_env if twilio.enabled else ""
+            ),
+            "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
+        }
+        return {path: name for path, name in names.items() if name}
+
+    def check_exposure(self) -> None:
+        """Refuse to listen beyond this machine with a provider route left unauthenticated.
+
+        The secure setup is the default one off loopback (issue 15, SECURITY.md); each route
+        may opt out with ``allow_unauthenticated: true``.
+        """
+        if _loopback(self.server.host):
+            return
+        twilio, browser = self.providers.twilio, self.providers.browser
+        problems = []
+        signed = bool(twilio.auth_token_env and twilio.stream_secret_env)
+        if twilio.enabled and not twilio.allow_unauthenticated and not signed:
+            problems.append("providers.twilio needs auth_token_env and stream_secret_env")
+        if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
+            problems.append("providers.browser needs api_key_env")
+        if problems:
+            raise ConfigError(
+                f"server.host {self.server.host} accepts calls from other machines, but "
+                + "; ".join(problems)
+                + " (or allow_unauthenticated: true; see SECURITY.md)"
+            )
+
+    def gateway_options(
+        self,
+        *,
+        twilio_auth_token: str | None = None,
+        secrets: Mapping[str, str] = MappingProxyType({}),
+    ) -> GatewayOptions:
+        """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
+        twilio, browser = self.providers.twilio, self.providers.browser
+        if twilio_auth_token is None:
+            twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
             host=self.server.host,
             port=self.server.port,
             public_url=self.server.public_url,
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
+            limits=self.limits,
             twilio=TwilioOptions(
                 parameters=twilio.parameters,
                 webhook_fields=twilio.webhook_fields,
                 auth_token=twilio_auth_token,
+                stream_secret=secrets.get("providers.twilio.stream_secret_env"),
+                stream_token_ttl_s=twilio.stream_token_ttl_s,
             )
             if twilio.enabled
             else None,
-            browser=BrowserOptions(browser.output_sample_rate) if browser.enabled else None,
+            browser=BrowserOptions(
+                browser.output_sample_rate,
+                allowed_origins=browser.allowed_origins,
+                api_key=secrets.get("providers.browser.api_key_env"),
+            )
+            if browser.enabled
+            else None,
         )

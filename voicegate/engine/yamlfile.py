@@ -17,21 +17,46 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, SequenceNode
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from voicegate.errors import ProjectError
 
 
 class LineDict(dict[Any, Any]):
-    """A YAML mapping that knows the 1-based line it starts on (0 when built in code)."""
+    """A YAML mapping that knows the 1-based line it starts on (0 when built in code).
+
+    ``text_spans`` keeps, for each value written over several lines (a block scalar such as
+    ``instructions: |``, or a folded plain/quoted one), its first and last source line and the
+    document's lines, so a finding inside the text can name the line it is on.
+    """
 
     line: int = 0
     key_lines: dict[Any, int]
+    text_spans: dict[Any, tuple[int, int, tuple[str, ...]]]
 
     def line_of_key(self, key: Any) -> int | None:
         """The line ``key`` is written on, else the mapping's own line (None if unknown)."""
         found = getattr(self, "key_lines", {}).get(key) or self.line
         return found if found > 0 else None
+
+    def line_in_text(self, key: Any, text: str, offset: int) -> int | None:
+        """The source line of ``text[offset:]``, ``text`` being (a stripped copy of) the
+        string value of ``key``; the key's line when the value sits on one line.
+
+        Folding (``>``, plain and quoted scalars) moves line breaks, so the line is found by
+        the word at ``offset``: its n-th occurrence in the value is its n-th in the source.
+        """
+        span = getattr(self, "text_spans", {}).get(key)
+        word = text[offset:].split(maxsplit=1)[0] if text[offset:].strip() else ""
+        if span is None or not word:
+            return self.line_of_key(key)
+        first, last, lines = span
+        wanted, seen = text.count(word, 0, offset), 0
+        for number in range(first, min(last, len(lines)) + 1):
+            seen += lines[number - 1].count(word)
+            if seen > wanted:
+                return number
+        return self.line_of_key(key)
 
 
 class LineList(list[Any]):
@@ -76,10 +101,16 @@ def _construct_line_dict(loader: _LineLoader, node: MappingNode) -> LineDict:
     mapping.line = node.start_mark.line + 1
     # construct_mapping has flattened merge keys into node.value; keys are cached objects.
     mapping.key_lines = {}
-    for key_node, _ in node.value:
+    mapping.text_spans = {}
+    source: tuple[str, ...] = getattr(loader, "source_lines", ())
+    for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if isinstance(key, str | int | float | bool) or key is None:
             mapping.key_lines.setdefault(key, key_node.start_mark.line + 1)
+            multiline = value_node.end_mark.line > value_node.start_mark.line
+            if isinstance(value_node, ScalarNode) and multiline and source:
+                span = (value_node.start_mark.line + 1, value_node.end_mark.line + 1, source)
+                mapping.text_spans.setdefault(key, span)
     return mapping
 
 
@@ -102,8 +133,10 @@ _LineLoader.add_constructor(
 
 def parse_yaml(text: str, path: str) -> Any:
     """Parse YAML text; a syntax error becomes a ProjectError naming ``path`` and the line."""
+    loader = _LineLoader(text)  # a SafeLoader subclass
+    loader.source_lines = tuple(text.splitlines())  # for LineDict.line_in_text
     try:
-        return yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass
+        return loader.get_single_data()
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -111,6 +144,8 @@ def parse_yaml(text: str, path: str) -> Any:
         raise ProjectError(f"invalid YAML: {problem}", path=path, line=line) from None
     except yaml.YAMLError as error:
         raise ProjectError(f"invalid YAML: {error}", path=path) from None
+    finally:
+        loader.dispose()
 
 
 def load_yaml(path: Path) -> Any:

@@ -11,6 +11,7 @@ import asyncio
 import enum
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError
@@ -18,10 +19,13 @@ from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
+    CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
+    CallGate,
     CallRunner,
+    Refusal,
     Transport,
+    close_code_for,
 )
 
 log = logging.getLogger(__name__)
@@ -37,14 +41,6 @@ class Admission(enum.Enum):
     STARTING = "starting"  # listening, not ready yet (e.g. warming up models)
     OPEN = "open"
     DRAINING = "draining"  # shutting down: running calls may finish, new ones are refused
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a new call is not taken, as the WebSocket close it gets."""
-
-    code: int
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +69,8 @@ class ActiveCall:
     dialect: str
     transport: Transport
     task: asyncio.Task[None] | None = None
+    # Set at the peer's `start`, when the call takes a slot (issue 15: not at the upgrade).
+    provider_call_id: str | None = None
     # Until something decides otherwise, an unfinished call was cancelled from outside.
     close_code: int = CLOSE_GOING_AWAY
     close_reason: str = "call cancelled"
@@ -85,15 +83,77 @@ class ActiveCall:
             self.close_code, self.close_reason = code, reason
 
 
-class CallRegistry:
-    """Active calls by id, admitted up to ``capacity`` while the gateway is open."""
+class CapacityGate(Protocol):
+    """Admission against a capacity shared by every process serving the deployment's calls.
+
+    :class:`LocalCapacityGate` counts one process's calls; ``scoreboard.SharedCapacityGate``
+    counts those of every worker of ``voicegate serve --workers N``.
+    """
+
+    @property
+    def capacity(self) -> int:
+        """Calls admitted at once."""
+        ...
+
+    def active_calls(self) -> int:
+        """Calls admitted and not yet released, across everything the gate spans."""
+        ...
+
+    def try_admit(self) -> bool:
+        """Count one more call unless at capacity; checked and counted in one step."""
+        ...
+
+    def release(self) -> None:
+        """Count one admitted call as ended."""
+        ...
+
+
+class LocalCapacityGate:
+    """A :class:`CapacityGate` counting the calls of this process only."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self._capacity = capacity
+        self._active = 0
+
+    @property
+    def capacity(self) -> int:
+        """Calls admitted at once."""
+        return self._capacity
+
+    def active_calls(self) -> int:
+        """Calls admitted and not yet released."""
+        return self._active
+
+    def try_admit(self) -> bool:
+        """Count one more call unless at capacity."""
+        if self._active >= self._capacity:
+            return False
+        self._active += 1
+        return True
+
+    def release(self) -> None:
+        """Count one call as ended."""
+        self._active = max(0, self._active - 1)
+
+
+class CallRegistry:
+    """Active calls by id, admitted through a :class:`CapacityGate` while the gateway is open.
+
+    An ``int`` capacity means a :class:`LocalCapacityGate` of that size. A connection is
+    registered at its upgrade (at most ``waiting`` of them wait for their `start`) and takes
+    a place in the gate only at `start`, keyed by the provider's call id so a second live
+    stream of the same call is refused (issue 15; one worker's calls: across workers and
+    nodes is issue 13).
+    """
+
+    def __init__(self, capacity: int | CapacityGate, waiting: int | None = None) -> None:
+        self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
+        self._waiting = self._gate.capacity if waiting is None else waiting
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
+        self._live: dict[str, ActiveCall] = {}  # started calls by provider call id
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -119,21 +179,26 @@ class CallRegistry:
                 return Refusal(CLOSE_TRY_AGAIN_LATER, "the gateway is starting, try again")
             case Admission.DRAINING:
                 return Refusal(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
-        if len(self._calls) >= self._capacity:
-            return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._capacity} calls)")
+        if self._gate.active_calls() >= self._gate.capacity:
+            return self._full()
         return None
 
+    def _full(self) -> Refusal:
+        return Refusal(CLOSE_TRY_AGAIN_LATER, f"at capacity ({self._gate.capacity} calls)")
+
     def readiness(self) -> Readiness:
-        """Ready means a new call would be admitted."""
+        """Ready means a new call would be admitted; calls are counted across the gate."""
         refusal = self.refusal()
         reason = "ready" if refusal is None else refusal.reason
-        return Readiness(refusal is None, reason, len(self._calls), self._capacity)
+        return Readiness(refusal is None, reason, self._gate.active_calls(), self._gate.capacity)
 
     def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
-        """Register a new call, or say why not (checked and registered in one step)."""
+        """Register a new connection, or say why not (checked and registered in one step)."""
         refusal = self.refusal()
         if refusal is not None:
             return refusal
+        if len(self._calls) - len(self._live) >= self._waiting:
+            return Refusal(CLOSE_TRY_AGAIN_LATER, f"{self._waiting} connections await start")
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
         call = ActiveCall(call_id, dialect, transport)
@@ -141,9 +206,26 @@ class CallRegistry:
         self._idle.clear()
         return call
 
+    def start(self, call: ActiveCall, provider_call_id: str) -> Refusal | None:
+        """Give ``call`` a place at its `start`, unless full or that provider call is live."""
+        if provider_call_id in self._live:
+            # Refused without touching the live stream (issue 15 #1).
+            return Refusal(CLOSE_POLICY_VIOLATION, "a stream for this call id is already live")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
+        if not self._gate.try_admit():  # another worker may have taken the last place
+            return self._full()
+        call.provider_call_id = provider_call_id
+        self._live[provider_call_id] = call
+        return None
+
     def release(self, call: ActiveCall) -> None:
-        """Forget a call whose handler has finished."""
+        """Forget a call whose handler has finished (and free its place if it had one)."""
         self._calls.pop(call.call_id, None)
+        if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
+            del self._live[call.provider_call_id]
+            self._gate.release()
         if not self._calls:
             self._idle.set()
 
@@ -158,11 +240,18 @@ class CallRegistry:
             return DrainResult(finished=running, closed=0)
         remaining = self.active
         log.info("drain: closing %d call(s) still running", len(remaining))
-        await asyncio.gather(*(_close_going_away(call) for call in remaining))
+        await asyncio.gather(
+            *(_close(call, CLOSE_GOING_AWAY, SHUTDOWN_REASON) for call in remaining)
+        )
         if not await self._wait_idle(CANCEL_GRACE_S):
             stuck = ", ".join(call.call_id for call in self.active)
             log.error("calls still running %.0f s after cancellation: %s", CANCEL_GRACE_S, stuck)
         return DrainResult(finished=running - len(remaining), closed=len(remaining))
+
+    async def abort(self, code: int, reason: str) -> None:
+        """Refuse new calls and close every running one now (the worker itself is failing)."""
+        self._admission = Admission.DRAINING
+        await asyncio.gather(*(_close(call, code, reason) for call in self.active))
 
     async def _wait_idle(self, timeout_s: float, hurry: asyncio.Event | None = None) -> bool:
         """Wait until no call is active (True), or the timeout or ``hurry`` came first."""
@@ -179,32 +268,33 @@ class CallRegistry:
         return self._idle.is_set()
 
 
-async def _close_going_away(call: ActiveCall) -> None:
+async def _close(call: ActiveCall, code: int, reason: str) -> None:
     """Tell the peer why, then cancel the runner (its ``finally`` blocks still run)."""
-    call.decide(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
-    await call.transport.close(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+    call.decide(code, reason)
+    await call.transport.close(code, reason)
     if call.task is not None:
         call.task.cancel()
 
 
-async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def run_call(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Run one call to its end in a task it owns, then close its socket with the outcome."""
     try:
         async with asyncio.TaskGroup() as group:
-            call.task = group.create_task(_guarded(call, runner, codec), name=call.call_id)
+            task = _guarded(call, runner, codec, gate)
+            call.task = group.create_task(task, name=call.call_id)
     finally:
         await call.transport.close(call.close_code, call.close_reason)
 
 
-async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec) -> None:
+async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: CallGate) -> None:
     """Turn whatever escapes the runner into this call's close code; never into another's."""
     try:
-        await runner(call.transport, codec)
+        await runner(call.transport, codec, gate)
     except Exception as error:
         protocol_error = _as_protocol_error(error)
         if protocol_error is not None:
             log.warning("call %s: protocol error: %s", call.call_id, protocol_error)
-            call.decide(CLOSE_PROTOCOL_ERROR, str(protocol_error))
+            call.decide(close_code_for(protocol_error), str(protocol_error))
         else:
             log.exception("call %s crashed", call.call_id)
             call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")

@@ -5,6 +5,10 @@ signal handling of a long-running process. Draining (issue 4, "graceful stop") r
 calls at once (``/readyz`` turns 503, upgrades are closed with 1001), lets running calls finish
 until ``shutdown_deadline_s``, then closes the rest with 1001 and a reason. A second signal
 during the drain skips the rest of the deadline.
+
+A gateway is one worker: alone (a private scoreboard) or one of ``voicegate serve --workers
+N`` (a seat on the supervisor's shared scoreboard, gateway/supervisor.py), where admission counts
+the calls of every worker. While it serves, it records its media-loop lag on its slot.
 """
 
 from __future__ import annotations
@@ -20,23 +24,49 @@ from typing import Self
 from aiohttp import web
 
 from voicegate.gateway.calls import CallRegistry, DrainResult
+from voicegate.gateway.loopwatch import watch_loop
 from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.server import build_app
-from voicegate.gateway.transport import CallRunner
+from voicegate.gateway.transport import CLOSE_INTERNAL_ERROR, CallRunner
 
 log = logging.getLogger(__name__)
 
 #: Once calls are drained, how long aiohttp waits for other open HTTP requests on cleanup.
 HTTP_SHUTDOWN_TIMEOUT_S = 2.0
+#: The signals that stop a gateway: the first drains, the next skips the drain's deadline.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+CRASH_REASON = "the gateway worker failed"
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port`` (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 class Gateway:
     """One voicegate server: its routes, its registry of calls, and its listening socket."""
 
-    def __init__(self, runner: CallRunner, options: GatewayOptions) -> None:
+    def __init__(
+        self,
+        runner: CallRunner,
+        options: GatewayOptions,
+        *,
+        board: Scoreboard | None = None,
+        worker: int = 0,
+        reuse_port: bool = False,
+    ) -> None:
+        """``board`` and ``worker``: this worker's slot (default: a private one-slot board);
+        ``reuse_port``: share the port with the other workers (SO_REUSEPORT)."""
         self.options = options
-        self.calls = CallRegistry(options.capacity)
-        self.app = build_app(runner, options, self.calls)
+        self.board = Scoreboard.private(options.capacity) if board is None else board
+        self.worker = worker
+        self.calls = CallRegistry(
+            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start
+        )
+        self.app = build_app(runner, options, self.calls, board=self.board)
+        self._reuse_port = reuse_port
         self._app_runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -50,15 +80,21 @@ class Gateway:
     @property
     def base_url(self) -> str:
         """``http://host:port`` of the listening socket (WebSockets: replace http by ws)."""
-        host = self.options.host
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}"
+        return base_url(self.options.host, self.port)
 
     async def start(self) -> None:
         """Listen; calls are refused as "starting" until :meth:`open`."""
-        app_runner = web.AppRunner(self.app, shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S)
+        # keepalive_timeout also closes silent sockets and half-sent headers (issue 15 #4):
+        # aiohttp arms it at connect and drops the connection if no request has completed.
+        app_runner = web.AppRunner(
+            self.app,
+            shutdown_timeout=HTTP_SHUTDOWN_TIMEOUT_S,
+            keepalive_timeout=self.options.limits.http_idle_timeout_s,
+        )
         await app_runner.setup()
-        site = web.TCPSite(app_runner, self.options.host, self.options.port)
+        site = web.TCPSite(
+            app_runner, self.options.host, self.options.port, reuse_port=self._reuse_port or None
+        )
         try:
             await site.start()
         except BaseException:
@@ -70,6 +106,10 @@ class Gateway:
     def open(self) -> None:
         """Start admitting calls."""
         self.calls.open()
+
+    def record_lag(self, lag_ms: float) -> None:
+        """One media-loop lag sample, onto this worker's slot."""
+        self.board.record_lag(self.worker, lag_ms)
 
     async def drain(
         self, deadline_s: float | None = None, *, hurry: asyncio.Event | None = None
@@ -108,39 +148,58 @@ async def serve(
     on_listening: Callable[[Gateway], None] | None = None,
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
+    signals: tuple[signal.Signals, ...] = STOP_SIGNALS,
 ) -> DrainResult:
-    """Run ``gateway`` until SIGTERM/SIGINT (or ``stop`` is set), then drain and close it.
+    """Run ``gateway`` until one of ``signals`` (or ``stop`` is set), then drain and close it.
 
     ``warm_up`` runs after the socket is bound and before calls are admitted, so probes see
-    ``/healthz`` alive and ``/readyz`` "starting" meanwhile.
+    ``/healthz`` alive and ``/readyz`` "starting" meanwhile. The loop-lag monitor runs from
+    the bind to the close. If serving itself fails, running calls are closed with 1011.
     """
     stop = asyncio.Event() if stop is None else stop
     hurry = asyncio.Event()
     await gateway.start()
     try:
-        with _signals_set(stop, hurry, enabled=handle_signals):
-            if on_listening is not None:
-                on_listening(gateway)
-            if warm_up is not None:
-                await warm_up()
-            gateway.open()
-            await stop.wait()
-            log.info("draining: %d call(s) running", len(gateway.calls.active))
-            result = await gateway.drain(hurry=hurry)
-            log.info("drained: %d finished, %d closed", result.finished, result.closed)
+        with _signals_set(stop, hurry, signals if handle_signals else ()):
+            async with asyncio.TaskGroup() as tasks:
+                monitor = tasks.create_task(watch_loop(gateway.record_lag), name="loop-lag")
+                result = await _serve_until(gateway, stop, hurry, warm_up, on_listening)
+                monitor.cancel()
             return result
+    except Exception:
+        log.exception("the gateway failed; closing its calls")
+        await gateway.calls.abort(CLOSE_INTERNAL_ERROR, CRASH_REASON)
+        raise
     finally:
         await gateway.close()
 
 
+async def _serve_until(
+    gateway: Gateway,
+    stop: asyncio.Event,
+    hurry: asyncio.Event,
+    warm_up: Callable[[], Awaitable[None]] | None,
+    on_listening: Callable[[Gateway], None] | None,
+) -> DrainResult:
+    """Announce, warm up, admit calls until ``stop``, then drain."""
+    if on_listening is not None:
+        on_listening(gateway)
+    if warm_up is not None:
+        await warm_up()
+    gateway.open()
+    await stop.wait()
+    log.info("draining: %d call(s) running", len(gateway.calls.active))
+    result = await gateway.drain(hurry=hurry)
+    log.info("drained: %d finished, %d closed", result.finished, result.closed)
+    return result
+
+
 @contextmanager
-def _signals_set(stop: asyncio.Event, hurry: asyncio.Event, *, enabled: bool) -> Iterator[None]:
-    """While inside, the first SIGTERM/SIGINT sets ``stop`` and the next one ``hurry``."""
-    if not enabled:
-        yield
-        return
+def _signals_set(
+    stop: asyncio.Event, hurry: asyncio.Event, signals: tuple[signal.Signals, ...]
+) -> Iterator[None]:
+    """While inside, the first of ``signals`` sets ``stop`` and the next one ``hurry``."""
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGTERM, signal.SIGINT)
 
     def on_signal() -> None:
         (hurry if stop.is_set() else stop).set()

@@ -1,7 +1,11 @@
 """One call's audio conversions: wire payloads to session frames and back, and the VAD.
 
 Inbound (design §2): decode the wire encoding (G.711 μ-law/A-law or PCM16), resample to the
-session rate, cut 20 ms frames, score them with the VAD. Outbound: the TTS engine's samples,
+call's rate, cut 20 ms frames, score them with the VAD. The call's rate is the provider's own
+when the VAD takes it and it is no wider than the session rate: 8 kHz telephony is not
+upsampled, since that adds no information and cost ~5 ms of CPU per call-second (soxr) plus a
+dearer Silero window (bench/media_cost.py). A recogniser that needs 16 kHz (Whisper) resamples
+the utterances it decodes, off the loop. Outbound: the TTS engine's samples,
 resampled to the provider's rate and encoded in its wire format. Codecs report formats and
 never transcode; this is the one place audio changes shape.
 """
@@ -21,11 +25,13 @@ from voicegate.audio.g711 import (
     ulaw_bytes_to_samples,
 )
 from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
-from voicegate.audio.resample import StreamResampler, resample_all
+from voicegate.audio.resample import StreamResampler, convert
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 from voicegate.vad.detector import Detector, build_scorer
 from voicegate.vad.machine import SpeechStarted
-from voicegate.vad.settings import VadSettings
+from voicegate.vad.settings import SUPPORTED_RATES as VAD_RATES
+from voicegate.vad.settings import ScorerKind, VadSettings
+from voicegate.vad.silero import SileroModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +75,19 @@ class CallMedia:
         sample_rate: int,
         frame_ms: int,
         vad: VadSettings,
+        silero: SileroModel | None = None,
     ) -> None:
         self._in = inbound_format
         self._out = outbound_format
+        self._rate = sample_rate
         self._resampler = StreamResampler(inbound_format.sample_rate, sample_rate)
         self._framer = Reframer.for_rate(sample_rate, frame_ms)
-        self._detector = Detector(build_scorer(sample_rate, vad), vad)
+        self._detector = Detector(build_scorer(sample_rate, vad, model=silero), vad)
+
+    @property
+    def sample_rate(self) -> int:
+        """The rate of the frames :meth:`inbound` returns (what VAD and STT are fed)."""
+        return self._rate
 
     def inbound(self, payload: bytes) -> list[Samples]:
         """Whole session-rate frames made available by one wire payload."""
@@ -96,24 +109,41 @@ class CallMedia:
             return b""
         samples = np.concatenate(chunks)
         if sample_rate != self._out.sample_rate:
-            samples = resample_all(samples, sample_rate, self._out.sample_rate)
+            samples = convert(samples, sample_rate, self._out.sample_rate)
         return encode(samples, self._out.encoding)
 
 
 @dataclass(frozen=True, slots=True)
 class MediaFactory:
-    """Builds each call's :class:`CallMedia` with the gateway's audio settings."""
+    """Builds each call's :class:`CallMedia` with the gateway's audio settings.
 
+    The Silero model is loaded (and warmed up) once, when the factory is built at startup,
+    and shared by every call: a call start then costs well under a millisecond instead of
+    ~100 ms of ONNX session set-up and ~10 MB (bench/media_cost.py).
+    """
+
+    #: The widest rate calls are converted to for VAD and STT (narrower providers stay native).
     sample_rate: int = 16000
     frame_ms: int = 20
     vad: VadSettings = field(default_factory=VadSettings)
+    silero: SileroModel | None = None
+
+    def __post_init__(self) -> None:
+        if self.silero is None and self.vad.scorer is not ScorerKind.WEBRTC:
+            object.__setattr__(self, "silero", SileroModel())
+
+    def rate_for(self, inbound_format: AudioFormat) -> int:
+        """The call's VAD/STT rate: the provider's own if the VAD takes it and it is no wider."""
+        native = inbound_format.sample_rate
+        return native if native in VAD_RATES and native <= self.sample_rate else self.sample_rate
 
     def open(self, inbound_format: AudioFormat, outbound_format: AudioFormat) -> CallMedia:
-        """Media state for a call with these wire formats."""
+        """Media state for a call with these wire formats (cheap: no model is loaded here)."""
         return CallMedia(
             inbound_format,
             outbound_format,
-            sample_rate=self.sample_rate,
+            sample_rate=self.rate_for(inbound_format),
             frame_ms=self.frame_ms,
             vad=self.vad,
+            silero=self.silero,
         )

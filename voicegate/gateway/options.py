@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.errors import ConfigError
+from voicegate.gateway.limits import Limits
 
 #: Webhook form fields forwarded by default as TwiML ``<Parameter>`` (they reach the session as
 #: ``customParameters`` of Twilio's ``start`` message, providers.md §b.1).
@@ -27,8 +28,14 @@ class TwilioOptions:
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Webhook form fields copied into <Parameter>s under the same name, when present.
     webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
-    # The account's auth token; when set, webhooks must carry a valid X-Twilio-Signature.
+    # The account's auth token; when set, the webhook and the /twilio upgrade must carry a
+    # valid X-Twilio-Signature (https://www.twilio.com/docs/usage/security).
     auth_token: str | None = field(default=None, repr=False)
+    # The gateway's secret for stream tokens (gateway/auth.py); when set, a stream's `start`
+    # must carry the token the webhook issued for its CallSid.
+    stream_secret: str | None = field(default=None, repr=False)
+    # How long a stream token stays valid after the webhook answered.
+    stream_token_ttl_s: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,11 @@ class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
 
     output_sample_rate: int = 16000
+    # Origins (scheme://host[:port]) whose pages may open calls besides the gateway's own.
+    allowed_origins: tuple[str, ...] = ()
+    # When set, a client must present it (Authorization: Bearer) or come from the gateway's
+    # own page (a cookie the page is given).
+    api_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # Fail when the server is built, not on the first browser call.
@@ -57,5 +69,6 @@ class GatewayOptions:
     public_url: str | None = None
     capacity: int = 100
     shutdown_deadline_s: float = 30.0
+    limits: Limits = field(default_factory=Limits)
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)

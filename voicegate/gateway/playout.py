@@ -6,6 +6,13 @@ frame advances ``now_ms`` and releases bot audio until the provider holds at mos
 ``send_ahead_ms`` of it. A small send-ahead is what keeps barge-in fast: on a flush only that
 much audio can still be in the provider's buffer, and the ``clear`` verb drops it.
 
+Audio goes out in chunks of ``chunk_ms`` (40 ms by default, at most half the send-ahead), sent
+once the provider holds no more than ``send_ahead_ms - chunk_ms``: the provider still never
+holds more than ``send_ahead_ms`` (the flush budget is unchanged) and never less than
+``send_ahead_ms - chunk_ms - frame_ms`` between two inbound frames, while each call-second of
+bot speech takes 25 messages instead of 50 (each one a JSON encode, a base64 and a WebSocket
+send on the loop; bench/media_cost.py).
+
 Every segment is followed by a provider mark (``SetMark``); the :class:`PlayoutLedger` turns
 the echoed marks into "what the caller heard". Each segment carries the epoch of its turn;
 segments of an older epoch are dropped here, before any byte reaches the codec (design §5).
@@ -42,13 +49,31 @@ class PlayoutNews:
     drained: bool = False  # everything sent has been played (or flushed)
 
 
-class Playout:
-    """The queue of bot audio for one call, released in 20 ms frames on media time."""
+#: Nothing to report: shared, since release() answers this for almost every inbound frame.
+_QUIET = PlayoutNews()
 
-    def __init__(self, *, bytes_per_ms: int, frame_ms: int = 20, send_ahead_ms: int = 100) -> None:
+
+def chunk_for(chunk_ms: int, frame_ms: int, send_ahead_ms: int) -> int:
+    """The chunk length used: whole frames, at least one, at most half the send-ahead."""
+    most = max(frame_ms, send_ahead_ms // 2 // frame_ms * frame_ms)
+    return max(frame_ms, min(chunk_ms // frame_ms * frame_ms, most))
+
+
+class Playout:
+    """The queue of bot audio for one call, released in ``chunk_ms`` pieces on media time."""
+
+    def __init__(
+        self,
+        *,
+        bytes_per_ms: int,
+        frame_ms: int = 20,
+        send_ahead_ms: int = 100,
+        chunk_ms: int | None = None,
+    ) -> None:
         self._bytes_per_ms = bytes_per_ms
         self._frame_ms = frame_ms
         self._send_ahead_ms = send_ahead_ms
+        self._chunk_ms = chunk_for(chunk_ms or frame_ms, frame_ms, send_ahead_ms)
         self._queue: deque[QueuedSegment] = deque()
         self._offset = 0  # bytes of the head segment already sent
         self._sent_until_ms: MediaMs = 0  # media time at which the sent audio ends
@@ -85,11 +110,13 @@ class Playout:
 
     def release(self, now_ms: MediaMs) -> tuple[list[Command], PlayoutNews]:
         """Commands to send now so the provider holds ``send_ahead_ms`` of audio at most."""
-        commands: list[Command] = []
-        news = PlayoutNews()
         self._sent_until_ms = max(self._sent_until_ms, now_ms)
+        if self._paused or not self._queue:
+            return [], _QUIET
+        commands: list[Command] = []
+        news = _QUIET
         while self._queue and not self._paused:
-            if self._sent_until_ms >= now_ms + self._send_ahead_ms:
+            if self._sent_until_ms + self._chunk_ms > now_ms + self._send_ahead_ms:
                 break
             if not self._speaking:
                 self._speaking = True
@@ -103,7 +130,7 @@ class Playout:
             duration = len(head.payload) // self._bytes_per_ms
             sent = self.ledger.enqueue(head.turn_id, head.text, duration, now_ms)
             self._unacked.append((sent.mark, head))
-        frame_bytes = self._frame_ms * self._bytes_per_ms
+        frame_bytes = self._chunk_ms * self._bytes_per_ms
         chunk = head.payload[self._offset : self._offset + frame_bytes]
         self._offset += len(chunk)
         self._sent_until_ms += len(chunk) // self._bytes_per_ms
@@ -169,4 +196,4 @@ class Playout:
         if self._speaking and self.idle:
             self._speaking = False
             return PlayoutNews(drained=True)
-        return PlayoutNews()
+        return _QUIET

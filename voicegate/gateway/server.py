@@ -8,6 +8,7 @@
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
 ``GET /healthz``            the process is alive
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
+``GET /workers``            every worker process: pid, calls, media-loop lag histogram
 ==========================  ============================================================
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
@@ -19,23 +20,33 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
 
 from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
-from voicegate.gateway.calls import CallRegistry, Refusal, run_call
+from voicegate.gateway.admission import (
+    Authenticator,
+    RequestGuard,
+    StartGate,
+    address,
+    twilio_token_check,
+    twilio_token_parameter,
+)
+from voicegate.gateway.calls import CallRegistry, run_call
 from voicegate.gateway.options import GatewayOptions
-from voicegate.gateway.transport import CallRunner, Transport
+from voicegate.gateway.scoreboard import Scoreboard
+from voicegate.gateway.transport import CallRunner, Refusal, Transport
 from voicegate.gateway.twiml import (
+    body_hash_valid,
     connect_stream_twiml,
     external_base,
     signature_valid,
     stream_parameters,
     websocket_url,
 )
-from voicegate.gateway.websocket import WebSocketTransport
+from voicegate.gateway.websocket import GatewayWebSocket, WebSocketTransport
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +64,6 @@ PAGE_TYPES = {
 }
 #: How long closing a socket waits for the peer's close frame before dropping the connection.
 CLOSE_TIMEOUT_S = 5.0
-#: aiohttp's own frame limit, above every codec's message limit (the codecs say what is wrong).
-MAX_FRAME_BYTES = 1024 * 1024
 
 
 def new_call_id(dialect: str) -> str:
@@ -68,25 +77,33 @@ def build_app(
     calls: CallRegistry,
     *,
     call_ids: Callable[[str], str] = new_call_id,
+    board: Scoreboard | None = None,
 ) -> web.Application:
-    """The application serving every route; ``calls`` admits calls and is drained to stop."""
+    """The application serving every route; ``calls`` admits calls and is drained to stop;
+    ``board`` (the workers' scoreboard) enables ``GET /workers``."""
     routes = _Routes(runner, options, calls, call_ids)
     app = web.Application()
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
+    if board is not None:
+        app.router.add_get("/workers", _workers_route(board))
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
-        app.router.add_get("/", browser_page)
+        app.router.add_get("/", routes.browser_page)
         app.router.add_get("/static/{name}", page_file)
     return app
 
 
-async def browser_page(request: web.Request) -> web.FileResponse:
-    """The browser client: talk to the gateway from a web page."""
-    return _page_file("index.html", {"Content-Security-Policy": PAGE_POLICY})
+def _workers_route(board: Scoreboard) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /workers``: the scoreboard as JSON (README, "Worker processes")."""
+
+    async def workers(request: web.Request) -> web.Response:
+        return web.json_response(board.report().to_json())
+
+    return workers
 
 
 async def page_file(request: web.Request) -> web.FileResponse:
@@ -119,6 +136,17 @@ class _Routes:
         self._options = options
         self._calls = calls
         self._call_ids = call_ids
+        self._guard = RequestGuard(options)
+        self._twilio_check = None if options.twilio is None else twilio_token_check(options.twilio)
+
+    async def browser_page(self, request: web.Request) -> web.StreamResponse:
+        """The browser client: talk to the gateway from a web page."""
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        page = _page_file("index.html", {"Content-Security-Policy": PAGE_POLICY})
+        self._guard.page_cookie(page)
+        return page
 
     async def healthz(self, request: web.Request) -> web.Response:
         """The process is up and serving HTTP."""
@@ -139,14 +167,22 @@ class _Routes:
         """Answer Twilio's voice webhook with TwiML that streams the call to ``/twilio``."""
         twilio = self._options.twilio
         assert twilio is not None  # the route exists only when Twilio is enabled
-        form = await request.post()
-        fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        body = await request.read()
+        json_body = "bodySHA256" in request.rel_url.query
+        fields: dict[str, list[str]] = {}
+        if not json_body:
+            form = await request.post()
+            fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
         base = external_base(self._options.public_url, request.scheme, request.host)
         if twilio.auth_token is not None:
             signature = request.headers.get("X-Twilio-Signature", "")
             url = base + request.rel_url.path_qs
-            if not signature_valid(twilio.auth_token, url, fields, signature):
-                log.warning("twilio webhook: bad X-Twilio-Signature for %s", url)
+            signed = signature_valid(twilio.auth_token, url, fields, signature)
+            if not signed or (json_body and not body_hash_valid(url, body)):
+                log.warning("twilio webhook: bad X-Twilio-Signature for %r", url)
                 return web.Response(status=403, text="invalid X-Twilio-Signature\n")
         refusal = self._calls.refusal()
         if refusal is not None:
@@ -154,28 +190,74 @@ class _Routes:
             return web.Response(status=503, text=refusal.reason + "\n")
         first_values = {name: values[0] for name, values in fields.items() if values}
         parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, first_values)
+        parameters += twilio_token_parameter(twilio, first_values.get("CallSid"))
         twiml = connect_stream_twiml(websocket_url(base, TWILIO_STREAM_PATH), parameters)
         return web.Response(text=twiml, content_type="text/xml")
 
     async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
         """A Twilio Media Streams call."""
-        return await self._media_call(request, "twilio", lambda call_id: TwilioCodec())
+        refusal = self._guard.twilio_upgrade_refusal(request)
+        if refusal is not None:
+            log.warning("twilio upgrade refused: %s", refusal.text)
+            return refusal
+        size = self._options.limits.max_twilio_message_bytes
+        return await self._media_call(
+            request,
+            "twilio",
+            lambda call_id: TwilioCodec(max_message_bytes=size),
+            self._twilio_check,
+        )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
         browser = self._options.browser
         assert browser is not None  # the route exists only when the browser is enabled
+        refusal = self._guard.browser_refusal(request)
+        if refusal is not None:
+            return refusal
         rate = browser.output_sample_rate
+        size = self._options.limits.max_browser_message_bytes
         return await self._media_call(
-            request, "browser", lambda call_id: BrowserCodec(call_id, output_sample_rate=rate)
+            request,
+            "browser",
+            lambda call_id: BrowserCodec(call_id, output_sample_rate=rate, max_message_bytes=size),
         )
 
     async def _media_call(
-        self, request: web.Request, dialect: str, codec_for: Callable[[str], Codec]
+        self,
+        request: web.Request,
+        dialect: str,
+        codec_for: Callable[[str], Codec],
+        authenticate: Authenticator | None = None,
     ) -> web.StreamResponse:
-        """Upgrade, admit or refuse, run the call to its end, close the socket."""
-        socket = web.WebSocketResponse(
-            timeout=CLOSE_TIMEOUT_S, compress=False, max_msg_size=MAX_FRAME_BYTES
+        """Rate-limit, upgrade, admit or refuse, run the call to its end, close the socket."""
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        client = address(request)
+        if not self._guard.sockets.acquire(client):
+            text = "too many sockets from this address (limits.sockets_per_ip)\n"
+            return web.Response(status=429, text=text)
+        try:
+            return await self._upgraded_call(request, dialect, codec_for, authenticate)
+        finally:
+            self._guard.sockets.release(client)
+
+    async def _upgraded_call(
+        self,
+        request: web.Request,
+        dialect: str,
+        codec_for: Callable[[str], Codec],
+        authenticate: Authenticator | None,
+    ) -> web.StreamResponse:
+        limits = self._options.limits
+        # The frame limit sits above every codec's message limit (the codecs say what is
+        # wrong); the heartbeat drops half-open peers (issue 15 #4).
+        socket = GatewayWebSocket(
+            timeout=CLOSE_TIMEOUT_S,
+            compress=False,
+            max_msg_size=limits.max_frame_bytes,
+            heartbeat=limits.heartbeat_s,
         )
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
@@ -193,9 +275,10 @@ class _Routes:
             log.info("call %s refused: %s", call_id, admitted.reason)
             await refuse(transport, codec, admitted)
             return socket
-        log.info("call %s started", call_id)
+        log.info("call %s connected", call_id)
         try:
-            await run_call(admitted, self._runner, codec)
+            gate = StartGate(self._calls, admitted, authenticate)
+            await run_call(admitted, self._runner, codec, gate)
         finally:
             self._calls.release(admitted)
         log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)

@@ -44,19 +44,27 @@ from voicegate.engine.seam import Transcript as TranscriptInput
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
+from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
+    CallGate,
     Transport,
+    close_code_for,
 )
+from voicegate.gateway.watchdog import Watchdog
 from voicegate.speech.ports import SpeechToText, SpeechToTextStream, TextToSpeech, TranscriptResult
 from voicegate.turns.tracker import TurnFactory, TurnTracker, VoiceLike
 from voicegate.types import MediaMs
 
 log = logging.getLogger(__name__)
+
+#: Messages handled back to back before the receive loop yields to other calls: a peer whose
+#: frames are already buffered would otherwise hold the event loop (issue 12 item 4).
+YIELD_EVERY = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +75,10 @@ class SessionSettings:
     #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
     apology: str = "Sorry, I am having trouble speaking right now. Please try again."
     send_ahead_ms: int = 100
+    #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
+    chunk_ms: int = 40
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +102,23 @@ class CallSession:
         codec: Codec,
         services: CallServices,
         settings: SessionSettings,
+        gate: CallGate,
     ) -> None:
         self._transport = transport
         self._codec = codec
         self._services = services
         self._settings = settings
+        self._gate = gate
         # Records not yet published to the peer; _release() sends them (browser.md §5).
         self._unpublished: deque[Record] = deque()
-        self.timeline = Timeline(listeners=(self._unpublished.append,))
+        limits = settings.limits
+        self.timeline = Timeline(
+            listeners=(self._unpublished.append,),
+            max_records=limits.timeline_max_records,
+            max_chars=limits.timeline_max_chars,
+        )
+        self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
+        self._engine_open = False
         self._state = bargein.BargeInState()
         self._now_ms: MediaMs = 0
         self._call_id = ""
@@ -113,7 +133,7 @@ class CallSession:
 
     @property
     def call_id(self) -> str:
-        """The provider's call id, once the call has started."""
+        """The provider's call id, once the call has started (and was admitted)."""
         return self._call_id
 
     async def run(self) -> None:
@@ -126,30 +146,48 @@ class CallSession:
                 finally:
                     await self._shutdown()
         finally:
-            if self._call_id:
-                await self._services.engine.close(self._call_id)
+            self._record_pacing()
+            if self._engine_open:
+                # Keyed by the gateway's own id: this call's cleanup can never close another
+                # call's engine session, whatever CallSid the peer sent (issue 15 #1).
+                await self._services.engine.close(self._gate.call_id)
 
     # --- inbound ------------------------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
-        while (message := await self._transport.receive()) is not None:
-            try:
-                events = self._codec.receive(message)
-            except RemoteProtocolError as error:
-                self.timeline.emit(self._now_ms, "protocol_error", reason=str(error))
-                await self._transport.close(CLOSE_PROTOCOL_ERROR, str(error)[:120])
-                return
-            for event in events:
-                if not await self._on_codec_event(event):
-                    return
+        """Receive until the call ends; a peer's fault closes this call only, with a reason."""
+        watchdog = Watchdog(self._settings.limits)
+        try:
+            async with watchdog.guard():
+                await self._receive_until_done(watchdog)
+        except RemoteProtocolError as error:
+            # Malformed input (1002) or a broken limit (1008): this call ends, no other.
+            log.info("call %s: %s", self._gate.call_id, error)
+            self.timeline.emit(self._now_ms, "protocol_error", reason=str(error))
+            await self._transport.close(close_code_for(error), str(error))
 
-    async def _on_codec_event(self, event: CodecEvent) -> bool:
+    async def _receive_until_done(self, watchdog: Watchdog) -> None:
+        handled = 0
+        while (message := await self._transport.receive()) is not None:
+            for event in self._codec.receive(message):
+                if not await self._on_codec_event(event, watchdog):
+                    return
+            handled += 1
+            if handled % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let other calls run between buffered frames
+
+    async def _on_codec_event(self, event: CodecEvent, watchdog: Watchdog) -> bool:
         """Handle one provider event; False once the call is over."""
         match event:
             case CallStarted():
-                await self._start(event)
-            case AudioReceived(payload=payload):
-                await self._on_audio(payload)
+                if not await self._start(event):
+                    return False
+                watchdog.started()
+            case AudioReceived(payload=payload, audio_format=audio_format):
+                watchdog.media()
+                duration_ms = len(payload) * 1000 / audio_format.bytes_for_ms(1000)
+                if self._pacer.admit(duration_ms):
+                    await self._on_audio(payload)
             case DtmfReceived(digit=digit):
                 self.timeline.emit(self._now_ms, "dtmf", digit=digit)
                 await self._apply(bargein.Dtmf(self._now_ms, digit))
@@ -161,20 +199,28 @@ class CallSession:
                 return False
         return True
 
-    async def _start(self, started: CallStarted) -> None:
+    async def _start(self, started: CallStarted) -> bool:
+        """Take a call slot and open the call; False if the gateway refuses it."""
+        refusal = self._gate.started(started)
+        if refusal is not None:
+            self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
+            with contextlib.suppress(LocalProtocolError):
+                await self._send(Hangup(refusal.reason))  # the browser's `stop`
+            await self._transport.close(refusal.code, refusal.reason)
+            return False
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
-        # Building the VAD loads an ONNX model (~60 ms of C code that releases the GIL): off
-        # the event loop, so a call starting never stalls the audio of calls in progress.
-        self._media = await asyncio.to_thread(self._services.media.open, started.audio_format, wire)
+        # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
+        self._media = self._services.media.open(started.audio_format, wire)
         self._playout = Playout(
             bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=self._settings.send_ahead_ms,
+            chunk_ms=self._settings.chunk_ms,
         )
-        self._stt = self._services.stt.open(self._services.media.sample_rate)
+        self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
-            self._services.media.sample_rate,
+            self._media.sample_rate,
             wire,
             on_pause=self._stt.speech_paused,
             report=self.timeline.emit,
@@ -183,9 +229,22 @@ class CallSession:
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
         )
-        await self._services.engine.open(CallInfo(self._call_id, metadata=started.metadata))
+        info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
+        await self._services.engine.open(info)
+        self._engine_open = True
         assert self._tasks is not None
         self._tasks.create_task(self._read_transcripts(self._stt))
+        return True
+
+    def _record_pacing(self) -> None:
+        """One record for all audio dropped by pacing, not one per message."""
+        if self._pacer.dropped_messages:
+            self.timeline.emit(
+                self._now_ms,
+                "media_dropped",
+                dropped_ms=round(self._pacer.dropped_ms),
+                messages=self._pacer.dropped_messages,
+            )
 
     async def _on_audio(self, payload: bytes) -> None:
         assert self._media is not None
@@ -196,7 +255,8 @@ class CallSession:
             self._stt.push(frame, self._now_ms)
             for voice in self._turns.push(frame, self._now_ms, self._media.detect(frame)):
                 await self._on_voice(voice)
-            await self._apply(bargein.Tick(self._now_ms))
+            if bargein.needs_tick(self._state):
+                await self._apply(bargein.Tick(self._now_ms))
             await self._release()
 
     async def _on_voice(self, voice: VoiceLike) -> None:
@@ -305,11 +365,14 @@ class CallSession:
         if previous is not None:
             # A cancelled turn may still be unwinding its tool; turns never overlap.
             await asyncio.wait([previous])
-        stream = self._services.engine.turn(self._call_id, user)
-        self._turn_id = stream.turn_id
-        self.timeline.emit(self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user))
+        stream = self._services.engine.turn(self._gate.call_id, user)
         try:
             async with stream:
+                # An engine on the dialogue plane names the turn once it has started there.
+                self._turn_id = stream.turn_id
+                self.timeline.emit(
+                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user)
+                )
                 async for event in stream:
                     await self._on_turn_event(event, epoch)
         except asyncio.CancelledError:
@@ -375,7 +438,7 @@ class CallSession:
             interrupted=heard.interrupted,
         )
         await self._services.engine.heard(
-            self._call_id, heard.turn_id, heard.text, heard.interrupted
+            self._gate.call_id, heard.turn_id, heard.text, heard.interrupted
         )
 
     # --- outbound -----------------------------------------------------------------------------
@@ -383,12 +446,16 @@ class CallSession:
     async def _release(self) -> None:
         assert self._playout is not None
         commands, news = self._playout.release(self._now_ms)
-        if self._turns is not None:  # the echo gate's reference: what the caller will hear
-            for played in (c.payload for c in commands if isinstance(c, PlayAudio)):
-                self._turns.played(played, self._now_ms)
-        await self._send_all(commands)
-        await self._on_playout_news(news)
-        await self._publish_timeline()
+        # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
+        if commands:
+            if self._turns is not None:  # the echo gate's reference: what the caller will hear
+                for played in (c.payload for c in commands if isinstance(c, PlayAudio)):
+                    self._turns.played(played, self._now_ms)
+            await self._send_all(commands)
+        if news.started or news.drained:
+            await self._on_playout_news(news)
+        if self._unpublished:
+            await self._publish_timeline()
 
     async def _publish_timeline(self) -> None:
         """Tell the peer what happened since the last release (the browser page draws it).
@@ -443,37 +510,56 @@ def _event_fields(event: TurnEvent) -> dict[str, Any]:
 class SessionRunner:
     """The gateway's ``CallRunner``: one :class:`CallSession` per accepted call.
 
-    Keeps the timelines of the most recent calls (``keep_timelines``) so the replay tool and
-    tests can read what happened, and an operator can fetch it after a call.
+    Keeps the timelines of the most recent calls (``limits.kept_timelines``, at most
+    ``limits.kept_timelines_bytes`` in all) so the replay tool and tests can read what
+    happened, and an operator can fetch it after a call.
     """
 
-    def __init__(
-        self, services: CallServices, settings: SessionSettings, *, keep_timelines: int = 100
-    ) -> None:
+    def __init__(self, services: CallServices, settings: SessionSettings) -> None:
         self._services = services
         self._settings = settings
-        self._keep = keep_timelines
-        self._timelines: dict[str, Timeline] = {}
+        self._timelines: dict[str, tuple[Timeline, int]] = {}
+        self._kept_bytes = 0
 
-    async def __call__(self, transport: Transport, codec: Codec) -> None:
+    async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         """Run one call to its end."""
-        session = CallSession(transport, codec, self._services, self._settings)
+        session = CallSession(transport, codec, self._services, self._settings, gate)
         try:
             await session.run()
         finally:
-            call_id = session.call_id or f"call-{len(self._timelines) + 1}"
-            self._remember(call_id, session.timeline)
+            # A refused stream has no provider id of its own: it must not replace the
+            # timeline of the live call it duplicated.
+            self._remember(session.call_id or gate.call_id, session.timeline)
 
     @property
     def services(self) -> CallServices:
         """What every call shares (the engine, the speech engines, media)."""
         return self._services
 
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        """The ids of the kept timelines, oldest first."""
+        return tuple(self._timelines)
+
     def timeline(self, call_id: str) -> Timeline | None:
-        """The timeline of a recent call."""
-        return self._timelines.get(call_id)
+        """The timeline of a recent call (by provider call id, or the gateway's id)."""
+        kept = self._timelines.get(call_id)
+        return None if kept is None else kept[0]
 
     def _remember(self, call_id: str, timeline: Timeline) -> None:
-        self._timelines[call_id] = timeline
-        while len(self._timelines) > self._keep:
-            del self._timelines[next(iter(self._timelines))]
+        """Keep the latest timelines, bounded in number and in bytes (issue 15 #5)."""
+        self._forget(call_id)
+        size = len(timeline.to_jsonl())
+        self._timelines[call_id] = (timeline, size)
+        self._kept_bytes += size
+        limits = self._settings.limits
+        while self._timelines and (
+            len(self._timelines) > limits.kept_timelines
+            or self._kept_bytes > limits.kept_timelines_bytes
+        ):
+            self._forget(next(iter(self._timelines)))
+
+    def _forget(self, call_id: str) -> None:
+        kept = self._timelines.pop(call_id, None)
+        if kept is not None:
+            self._kept_bytes -= kept[1]

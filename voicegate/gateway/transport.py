@@ -1,22 +1,43 @@
 """The seam between the server (sockets) and a call session (protocol and dialogue).
 
 The server adapts each accepted WebSocket to a :class:`Transport` and hands it, with a fresh
-codec for the route's dialect, to a :class:`CallRunner`, which runs the call to its end. The
-session never sees aiohttp; tests and the replay tool can drive a session over any transport.
+codec for the route's dialect and a :class:`CallGate`, to a :class:`CallRunner`, which runs the
+call to its end. The session never sees aiohttp; tests and the replay tool can drive a session
+over any transport.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
-from voicegate.codecs import Codec
+from voicegate.codecs import CallStarted, Codec
+from voicegate.errors import PolicyViolationError, RemoteProtocolError
 
 #: WebSocket close codes (RFC 6455 §7.4.1) the gateway uses.
 CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001  # the gateway is shutting down
 CLOSE_PROTOCOL_ERROR = 1002  # the peer sent a malformed message (RemoteProtocolError)
+CLOSE_INVALID_DATA = 1007  # a text frame that is not UTF-8
+CLOSE_POLICY_VIOLATION = 1008  # the peer broke a limit (PolicyViolationError)
+CLOSE_TOO_BIG = 1009  # a message over the size limit
 CLOSE_INTERNAL_ERROR = 1011  # the call crashed; other calls are untouched
 CLOSE_TRY_AGAIN_LATER = 1013  # the gateway is at capacity
+
+
+def close_code_for(error: RemoteProtocolError) -> int:
+    """The close code a peer's fault earns: 1008 for a broken limit, else 1002."""
+    return (
+        CLOSE_POLICY_VIOLATION if isinstance(error, PolicyViolationError) else CLOSE_PROTOCOL_ERROR
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a call is not taken, as the WebSocket close it gets."""
+
+    code: int
+    reason: str
 
 
 class Transport(Protocol):
@@ -35,9 +56,22 @@ class Transport(Protocol):
         ...
 
 
+class CallGate(Protocol):
+    """The gateway's admission of one connection: its own id, and the call slot at `start`."""
+
+    @property
+    def call_id(self) -> str:
+        """The gateway's own id for this connection (never a peer-chosen value)."""
+        ...
+
+    def started(self, call: CallStarted) -> Refusal | None:
+        """Take a call slot at `start`, or say why not (authentication, capacity, duplicate)."""
+        ...
+
+
 class CallRunner(Protocol):
     """Runs one call over a transport with a codec until the call ends."""
 
-    async def __call__(self, transport: Transport, codec: Codec) -> None:
+    async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         """Return when the call is over; raise only for a bug (the server logs and closes)."""
         ...

@@ -1,19 +1,149 @@
-"""The :class:`~voicegate.gateway.transport.Transport` over an aiohttp server-side WebSocket."""
+"""The :class:`~voicegate.gateway.transport.Transport` over an aiohttp server-side WebSocket.
+
+aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
+:class:`GatewayWebSocket` adds:
+
+- closes it makes itself (1002 bad frame, 1007 invalid UTF-8, 1009 too big) carry no reason;
+  here they carry the parser's own message (RFC 6455 §7.1.6 allows a reason on every close);
+- it accepts unmasked client frames; RFC 6455 §5.1 says a server MUST close the connection
+  on one. aiohttp's reader has no switch for it, so a small scanner in front of the reader
+  follows frame boundaries and fails the first unmasked frame with 1002. The scanner is
+  installed through ``_post_start``, aiohttp's private hook (checked by
+  tests/server/test_ingress_frames.py).
+"""
 
 from __future__ import annotations
 
-from aiohttp import WebSocketError, WSMsgType, web
+from typing import Any
+
+from aiohttp import WebSocketError, WSCloseCode, WSMsgType, web
+from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
+from aiohttp.helpers import DEFAULT_CHUNK_SIZE
 
 from voicegate.errors import RemoteProtocolError
 
 #: RFC 6455 §5.5: a close frame's payload is at most 125 bytes, 2 of them the status code.
 MAX_CLOSE_REASON_BYTES = 123
+UNMASKED_FRAME = "client frame not masked (RFC 6455 section 5.1)"
+#: Said when a library-made close has no message of its own.
+_LIBRARY_REASONS = {
+    WSCloseCode.PROTOCOL_ERROR: "malformed WebSocket frame",
+    WSCloseCode.INVALID_TEXT: "text frame is not valid UTF-8",
+    WSCloseCode.MESSAGE_TOO_BIG: "message too big",
+}
 
 
 def close_reason(reason: str) -> bytes:
-    """``reason`` as UTF-8 cut to fit a close frame, never in the middle of a character."""
-    encoded = reason.encode("utf-8")[:MAX_CLOSE_REASON_BYTES]
+    """``reason`` as printable UTF-8 cut to fit a close frame, never mid-character.
+
+    Peer text can hold lone surrogates or control characters (issue 15 #2): both are
+    replaced, so any reason can be sent.
+    """
+    printable = "".join(c if c.isprintable() else "?" for c in reason[:MAX_CLOSE_REASON_BYTES])
+    encoded = printable.encode("utf-8", errors="replace")[:MAX_CLOSE_REASON_BYTES]
     return encoded.decode("utf-8", errors="ignore").encode("utf-8")
+
+
+class MaskScanner:
+    """Follows client frame boundaries and reports the first unmasked frame (RFC 6455 §5.1)."""
+
+    def __init__(self) -> None:
+        self._skip = 0  # payload (and mask) bytes of the current frame still to pass
+        self._header = b""  # a frame header split across reads
+
+    def scan(self, data: bytes) -> bool:
+        """Account for ``data``; False once a frame without the mask bit starts."""
+        pos = min(self._skip, len(data))
+        self._skip -= pos
+        if self._header:
+            data, pos, self._header = self._header + data[pos:], 0, b""
+        size = len(data)
+        while pos < size:
+            second = data[pos + 1] if size - pos >= 2 else None
+            if second is None:
+                self._header = data[pos:]
+                return True
+            if not second & 0x80:
+                return False
+            frame = _frame_size(data, pos, second & 0x7F)
+            if frame is None:
+                self._header = data[pos:]
+                return True
+            if size - pos < frame:
+                self._skip = frame - (size - pos)
+                return True
+            pos += frame
+        return True
+
+
+def _frame_size(data: bytes, pos: int, length: int) -> int | None:
+    """A masked frame's total size from its header at ``pos``, or None if cut short."""
+    extra = {126: 2, 127: 8}.get(length, 0)
+    if len(data) - pos < 2 + extra:
+        return None
+    if extra:
+        length = int.from_bytes(data[pos + 2 : pos + 2 + extra], "big")
+    return 2 + extra + 4 + length
+
+
+class _MaskedOnly:
+    """aiohttp's frame reader behind a :class:`MaskScanner`."""
+
+    def __init__(self, reader: Any, queue: WebSocketDataQueue) -> None:
+        self._reader = reader
+        self._queue = queue
+        self._scanner = MaskScanner()
+        self._failed = False
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        """Pass ``data`` on, or fail the connection at an unmasked frame."""
+        if self._failed:
+            return True, b""
+        if not self._scanner.scan(bytes(data)):
+            self._failed = True
+            self._queue.set_exception(WebSocketError(WSCloseCode.PROTOCOL_ERROR, UNMASKED_FRAME))
+            return True, b""
+        result: tuple[bool, bytes] = self._reader.feed_data(data)
+        return result
+
+    def feed_eof(self) -> None:
+        """The peer closed the TCP connection."""
+        self._reader.feed_eof()
+
+
+class GatewayWebSocket(web.WebSocketResponse):
+    """aiohttp's WebSocket response that refuses unmasked frames and explains its closes."""
+
+    def _post_start(self, request: Any, protocol: str | None, writer: Any) -> None:
+        # aiohttp's own _post_start (3.14), with the scanner put in front of the frame reader
+        # before any byte after the handshake is parsed. Private API: pinned by the test.
+        self._ws_protocol = protocol
+        self._writer = writer
+        self._reset_heartbeat()
+        assert self._loop is not None
+        self._reader = WebSocketDataQueue(request._protocol, DEFAULT_CHUNK_SIZE, loop=self._loop)
+        self._parser = WebSocketReader(
+            self._reader,
+            self._max_msg_size,
+            compress=bool(self._compress),
+            decode_text=self._decode_text,
+        )
+        callback = None if self._heartbeat is None else self._on_data_received
+        guarded = _MaskedOnly(self._parser, self._reader)
+        request.protocol.set_parser(guarded, data_received_cb=callback)
+        request.protocol.keep_alive(False)  # no HTTP keep-alive on a WebSocket
+
+    async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
+        """Close; a close aiohttp makes on a bad frame says what was wrong."""
+        if not message and code in _LIBRARY_REASONS:
+            message = close_reason(self._library_reason(code))
+        return await super().close(code=code, message=message, drain=drain)
+
+    def _library_reason(self, code: int) -> str:
+        error = self._reader.exception() if self._reader is not None else None
+        if isinstance(error, WebSocketError) and str(error):
+            return str(error)
+        return _LIBRARY_REASONS[WSCloseCode(code)]
 
 
 class WebSocketTransport:

@@ -11,7 +11,7 @@ from voicegate.vad.detector import Detector, Segment, build_scorer, detect_segme
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, SpeechStarted, VadEvent
 from voicegate.vad.scoring import FrameEvidence, FrameScorer, Verdict, classify
 from voicegate.vad.settings import ScorerKind, VadSettings
-from voicegate.vad.silero import SileroScorer
+from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.webrtc import WebrtcScorer
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Phase",
     "ScorerKind",
     "Segment",
+    "SileroModel",
     "SileroScorer",
     "SpeechEnded",
     "SpeechStarted",

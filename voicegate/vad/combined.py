@@ -34,8 +34,11 @@ from voicegate.vad.energy import NoiseFloor
 from voicegate.vad.frames import Frame, check_frame, frame_length, level_dbfs
 from voicegate.vad.scoring import FrameEvidence
 from voicegate.vad.settings import VadSettings, frames_for
-from voicegate.vad.silero import SileroScorer
+from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.webrtc import WebrtcScorer
+
+#: The evidence of a closed-gate frame (most frames of a call): one shared, frozen instance.
+_CLOSED = FrameEvidence(0.0)
 
 
 class SpeechGate(Protocol):
@@ -50,9 +53,14 @@ class CombinedScorer:
     """webrtcvad + level gate in front of a Silero model that runs only when it opens."""
 
     def __init__(
-        self, sample_rate: int, settings: VadSettings, gate: SpeechGate | None = None
+        self,
+        sample_rate: int,
+        settings: VadSettings,
+        gate: SpeechGate | None = None,
+        *,
+        model: SileroModel | None = None,
     ) -> None:
-        self._silero = SileroScorer(sample_rate, settings.frame_ms)
+        self._silero = SileroScorer(sample_rate, settings.frame_ms, model=model)
         self._gate: SpeechGate = gate or WebrtcScorer(
             sample_rate, settings.webrtc_aggressiveness, settings.frame_ms
         )
@@ -84,7 +92,7 @@ class CombinedScorer:
         rises = self._floor.rises(level_dbfs(frame), self._rise_db)
         if not (speechlike or rises):
             self._hold(frame)
-            return FrameEvidence(0.0)
+            return _CLOSED
         return FrameEvidence(self._confirm(frame), sound=speechlike and rises)
 
     def _hold(self, frame: Frame) -> None:

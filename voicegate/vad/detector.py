@@ -11,18 +11,23 @@ from voicegate.vad.frames import Frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
 from voicegate.vad.scoring import FrameScorer, classify
 from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
-from voicegate.vad.silero import SileroScorer
+from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.webrtc import WebrtcScorer
 
 
-def build_scorer(sample_rate: int, settings: VadSettings) -> FrameScorer:
-    """The scorer ``settings.scorer`` names, for one stream at ``sample_rate``."""
+def build_scorer(
+    sample_rate: int, settings: VadSettings, *, model: SileroModel | None = None
+) -> FrameScorer:
+    """The scorer ``settings.scorer`` names, for one stream at ``sample_rate``.
+
+    ``model`` is the process's shared Silero model; without one a Silero scorer loads its own.
+    """
     check_sample_rate(sample_rate)
     if settings.scorer is ScorerKind.WEBRTC:
         return WebrtcScorer(sample_rate, settings.webrtc_aggressiveness, settings.frame_ms)
     if settings.scorer is ScorerKind.SILERO:
-        return SileroScorer(sample_rate, settings.frame_ms)
-    return CombinedScorer(sample_rate, settings)
+        return SileroScorer(sample_rate, settings.frame_ms, model=model)
+    return CombinedScorer(sample_rate, settings, model=model)
 
 
 class Detector:

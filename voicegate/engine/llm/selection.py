@@ -2,11 +2,18 @@
 
 Contract §2.2: ``llm.model_group`` names the group driving the agent; each group lists model
 entries ``{provider, model, api_key_env, api_base, ...}``, and provider-specific extras (e.g.
-``temperature``) pass through. voicegate speaks one protocol, OpenAI Chat Completions, so it
-serves the two providers that use it: ``openai`` (``api_base`` defaults to OpenAI's, the key to
-``OPENAI_API_KEY``) and ``self-hosted`` (vLLM, Ollama, TGI, ...: ``api_base`` required, no key
-unless ``api_key_env`` names one). A group with several models is a router/fallback on some
-Mantle builds; voicegate uses the group's first model.
+``temperature``) pass through. The 3.19 inline form ``llm: {provider, model, api_key_env,
+temperature}`` (§2.2 [drift]) is one such entry written under ``llm`` itself; settings written
+beside ``model_group`` are layered over the group's entry. A group with several models is a
+router/fallback on some Mantle builds; voicegate uses the group's first model.
+
+voicegate speaks one protocol, OpenAI Chat Completions, so it serves the providers that use
+it: ``openai`` (``api_base`` defaults to OpenAI's, the key to ``OPENAI_API_KEY``),
+``self-hosted`` (vLLM, Ollama, TGI, ...: ``api_base`` required, no key unless ``api_key_env``
+names one), and the hosted OpenAI-compatible providers of :data:`COMPATIBLE_PROVIDERS`. Any
+other provider (``anthropic``, ``azure``, ``gemini``, ...) raises
+:class:`UnsupportedProviderError`: the CLI turns it into a model that fails at its first call,
+so the project still loads (and runs with ``--llm scripted:FILE`` or ``rules``).
 
 Nothing here reads the environment (design §7): the settings carry the variable's NAME and the
 CLI resolves it.
@@ -21,14 +28,36 @@ from typing import Any
 from voicegate.engine.project.config_model import Integrations
 from voicegate.errors import ConfigError
 
+
+class UnsupportedProviderError(ConfigError):
+    """The project selects a provider voicegate cannot call (reported at the first call)."""
+
+
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
-SUPPORTED_PROVIDERS = ("openai", "self-hosted")
+#: Hosted providers that serve the OpenAI Chat Completions protocol: name -> (base URL, key
+#: variable). LiteLLM's provider names, so a project written for Mantle selects them as is.
+COMPATIBLE_PROVIDERS: Mapping[str, tuple[str, str]] = {
+    "openai": (OPENAI_BASE_URL, OPENAI_KEY_ENV),
+    "groq": ("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "together_ai": ("https://api.together.xyz/v1", "TOGETHERAI_API_KEY"),
+    "fireworks_ai": ("https://api.fireworks.ai/inference/v1", "FIREWORKS_AI_API_KEY"),
+    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "perplexity": ("https://api.perplexity.ai", "PERPLEXITYAI_API_KEY"),
+    "xai": ("https://api.x.ai/v1", "XAI_API_KEY"),
+}
+#: Servers run by the project owner: ``api_base`` is required and no key is assumed.
+SELF_HOSTED_PROVIDERS = ("self-hosted", "vllm", "hosted_vllm", "ollama", "lm_studio")
+SUPPORTED_PROVIDERS = (*COMPATIBLE_PROVIDERS, *SELF_HOSTED_PROVIDERS)
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 30.0
 
 #: Entry keys voicegate reads itself; every other key is sent in the request body.
-_ENTRY_KEYS = frozenset({"provider", "model", "api_base", "api_key_env", "timeout"})
+_ENTRY_KEYS = frozenset(
+    {"provider", "model", "api_base", "api_key_env", "timeout", "model_group", "max_prompt_tokens"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +92,19 @@ class ChatModelSettings:
 
 
 def select_chat_model(integrations: Integrations) -> ChatModelSettings:
-    """The model ``llm.model_group`` selects; ConfigError says what is missing or unsupported."""
-    group_id = integrations.llm.get("model_group")
+    """The model ``llm`` selects; ConfigError says what is missing or unsupported
+    (UnsupportedProviderError for a provider voicegate cannot call)."""
+    entry, where = selected_entry(integrations)
+    return _settings_of(entry, where)
+
+
+def selected_entry(integrations: Integrations) -> tuple[Mapping[str, Any], str]:
+    """The model entry ``llm`` selects (inline, or a group's first model with the settings
+    written beside ``model_group`` over it) and where it was written."""
+    llm = integrations.llm
+    group_id = llm.get("model_group")
+    if group_id is None and ("provider" in llm or "model" in llm or "deployment" in llm):
+        return llm, "integrations.yml: llm"  # the 3.19 inline form (§2.2 [drift])
     if not isinstance(group_id, str) or not group_id:
         raise ConfigError(
             "integrations.yml: no model selected (write 'llm: {model_group: ID}' and a model "
@@ -73,24 +113,25 @@ def select_chat_model(integrations: Integrations) -> ChatModelSettings:
     models = integrations.model_groups.get(group_id)
     if not models:
         raise ConfigError(f"integrations.yml: llm.model_group {group_id!r} has no models")
-    return _settings_of(models[0], f"integrations.yml: model group {group_id!r}")
+    return {**models[0], **llm}, f"integrations.yml: model group {group_id!r}"
 
 
 def _settings_of(entry: Mapping[str, Any], where: str) -> ChatModelSettings:
-    provider = entry.get("provider")
+    provider = entry.get("provider", "openai")  # LiteLLM's default provider
     if provider not in SUPPORTED_PROVIDERS:
-        raise ConfigError(
+        raise UnsupportedProviderError(
             f"{where}: provider {provider!r} is not supported; voicegate speaks the OpenAI Chat "
             f"Completions protocol, so use one of {list(SUPPORTED_PROVIDERS)} (self-hosted with "
-            "api_base for any OpenAI-compatible server)"
+            "api_base for any OpenAI-compatible server), or run with --llm scripted:FILE or rules"
         )
     model = _text(entry, "model", where, required=True)
-    base_url = _text(entry, "api_base", where, required=provider == "self-hosted")
-    default_key_env = OPENAI_KEY_ENV if provider == "openai" else ""
+    hosted = COMPATIBLE_PROVIDERS.get(provider)
+    base_url = _text(entry, "api_base", where, required=hosted is None)
+    default_base, default_key_env = hosted or ("", "")
     try:
         return ChatModelSettings(
             model=model,
-            base_url=base_url or OPENAI_BASE_URL,
+            base_url=base_url or default_base,
             api_key_env=_text(entry, "api_key_env", where) or default_key_env,
             read_timeout_s=_timeout(entry, where),
             options={key: value for key, value in entry.items() if key not in _ENTRY_KEYS},

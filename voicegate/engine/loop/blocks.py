@@ -23,6 +23,7 @@ must wait for the user (``Phase.WAIT``). Per step kind (§6.5):
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 from typing import Any
@@ -206,7 +207,15 @@ async def _execute(turn: Turn, frame: SkillFrame, step: ExecuteToolStep) -> Phas
             await jump(turn, frame, step)
             return None
     call = ToolCall(_step_call_id(turn, frame, step), step.tool, _parameters(turn, step))
-    await run_tool(turn, bound, call)
+    try:
+        await run_tool(turn, bound, call)
+    except asyncio.CancelledError:
+        if gate is not None and gate.confirmation is not None and gate.confirmation.enabled:
+            # CONF-CAN, as for a model call (framework/confirmation.py): the interrupted
+            # approved call awaits the caller's answer again, without asking again.
+            pending = PendingConfirmation(skill_id, step.tool, call.arguments, call.call_id, True)
+            turn.dialogue.pending = pending
+        raise
     await jump(turn, frame, step)
     return None
 

@@ -27,6 +27,7 @@ from voicegate.engine.loop.dialogue import PendingConfirmation
 from voicegate.engine.loop.dispatch import dispatch_call
 from voicegate.engine.loop.responses import deliver
 from voicegate.engine.loop.toolbox import (
+    button_sources,
     callable_tool,
     constraint,
     containers,
@@ -51,6 +52,10 @@ def owner_of(turn: Turn, name: str) -> str | None:
 
 async def call_tool(turn: Turn, call: ToolCall) -> ToolResultMessage:
     """Dispatch one model call of a skill tool (steps a-f above)."""
+    if call.name in button_sources(turn.session.project):
+        # BTN-01: a button source is hidden from the model, and refused if named anyway
+        # (tools reference, "Gating a tool"), as post-write hooks are.
+        return await _refuse(turn, call, _unknown(turn, call.name))
     owner = owner_of(turn, call.name)
     if owner is None:
         return await _refuse(turn, call, _unknown(turn, call.name))

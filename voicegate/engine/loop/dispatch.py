@@ -72,7 +72,9 @@ async def _run(
             ToolExecutionError(f"there is no tool {call.name!r} (offered: {offered})")
         )
     context = session.tool_context(channel, bound.skill_id)
-    return await invoke_tool(bound.tool, call.arguments, context, session.tool_timeout)
+    return await invoke_tool(
+        bound.tool, call.arguments, context, session.tool_timeout, tool_loops=session.tool_loops
+    )
 
 
 def _source(session: Session, name: str) -> ToolSource:

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import functools
+import logging
 
 from voicegate.engine.history import BotUttered, MemoryWritten
 from voicegate.engine.llm.port import LLMFactory
+from voicegate.engine.loop.persistence import (
+    Checkpoint,
+    CheckpointedStream,
+    ResumeOptions,
+    claim,
+    resumable_turn,
+)
 from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.stream import DEFAULT_UNWIND_GRACE, TurnStream
-from voicegate.engine.loop.turn_runner import run_turn
 from voicegate.engine.memory.state import MemoryState
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, UserInput
 from voicegate.engine.tools.catalog import ToolCatalog
-from voicegate.errors import EngineError
+from voicegate.engine.tools.isolation import ToolLoops
+from voicegate.errors import EngineError, StaleCallError
+
+log = logging.getLogger(__name__)
 
 #: How long ``close`` waits for a turn that does not unwind after being cancelled.
 CLOSE_PATIENCE = 5.0
@@ -31,6 +41,8 @@ class ProjectEngine:
         *,
         unwind_grace: float = DEFAULT_UNWIND_GRACE,
         catalog: ToolCatalog | None = None,
+        tool_loops: ToolLoops | None = None,
+        resume: ResumeOptions | None = None,
     ) -> None:
         self.project = project
         self._llm = llm
@@ -40,6 +52,14 @@ class ProjectEngine:
         # replaces the project's own local-tools catalog.
         self._catalog = catalog if catalog is not None else project.tool_catalog()
         self._sessions: dict[str, Session] = {}
+        # With ``tool_loops`` (the gateway always passes them), project tools run on a tool
+        # loop thread so one that blocks cannot stall the engine (issue 12). Without, they run
+        # on the caller's loop: handy for embedding and for tests that share asyncio objects.
+        self._tool_loops = tool_loops
+        # With ``resume``, each call's dialogue state is checkpointed and a call opened again
+        # with the same id (on this node or another) goes on where it stopped (issue 13).
+        self._resume = resume
+        self._checkpoints: dict[str, Checkpoint] = {}
 
     @property
     def catalog(self) -> ToolCatalog:
@@ -47,25 +67,35 @@ class ProjectEngine:
         return self._catalog
 
     async def open(self, call: CallInfo) -> None:
-        """Start a session: load its memory from the store, seed it, make its model port."""
+        """Start a session: load its memory, resume its saved state or seed it, claim it."""
         if call.call_id in self._sessions:
             raise EngineError(f"call {call.call_id!r} is already open")
         memory = MemoryState(self.project.memory, self._store, call.memory_key)
-        session = Session(call, self.project, self._catalog, memory, self._llm(call.call_id))
+        session = Session(
+            call, self.project, self._catalog, memory, self._llm(call.call_id), self._tool_loops
+        )
+        checkpoint = None
+        if self._resume is not None:
+            checkpoint = claim(self._resume.store, session, self._resume.line)
         for ref in memory.start_session(call.metadata):
             session.history.append(MemoryWritten("", ref.namespace, ref.entry, memory.value(ref)))
+        if checkpoint is not None:
+            checkpoint.save()
+            self._checkpoints[call.call_id] = checkpoint
         self._sessions[call.call_id] = session
 
-    def turn(self, call_id: str, user: UserInput) -> TurnStream:
+    def turn(self, call_id: str, user: UserInput) -> TurnStream | CheckpointedStream:
         """Run one turn; a turn still running for the call is cancelled before this one starts."""
         session = self.session(call_id)
-        return TurnStream(
+        stream = TurnStream(
             session.next_turn_id(),
-            functools.partial(run_turn, session, user),
+            functools.partial(resumable_turn, session, user),
             running=session.running,
             before_start=functools.partial(session.settle, self._grace),
             unwind_grace=self._grace,
         )
+        checkpoint = self._checkpoints.get(call_id)
+        return stream if checkpoint is None else CheckpointedStream(stream, checkpoint.save)
 
     async def heard(self, call_id: str, turn_id: str, heard_text: str, interrupted: bool) -> None:
         """Record what the caller heard of a turn; only this bot text enters the history."""
@@ -74,12 +104,20 @@ class ProjectEngine:
             raise EngineError(f"call {call_id!r} has no turn {turn_id!r}")
         if heard_text.strip():
             session.history.append(BotUttered(turn_id, heard_text.strip(), interrupted))
+            if (checkpoint := self._checkpoints.get(call_id)) is not None:
+                checkpoint.save()
 
     async def close(self, call_id: str) -> None:
         """End a session, cancelling a turn that still runs; its memory stays in the store."""
         session = self._sessions.pop(call_id, None)
+        checkpoint = self._checkpoints.pop(call_id, None)
         if session is not None:
             await session.settle(CLOSE_PATIENCE)
+        if checkpoint is not None:
+            try:
+                checkpoint.save()  # kept until its TTL: the stream may reconnect elsewhere
+            except StaleCallError as error:
+                log.warning("call %s: final state not saved: %s", call_id, error)
 
     def session(self, call_id: str) -> Session:
         """The open session of a call (for tests and the chat command's inspection)."""

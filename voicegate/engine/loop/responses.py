@@ -67,12 +67,30 @@ async def deliver(turn: Turn, name: str, skill_id: str | None, **engine_values: 
     text = fill_placeholders(turn, variant, skill_id or response.owner).strip()
     if not text:
         return None
-    if isinstance(variant.buttons, ButtonSource) and response.owner is not None:
-        await run_button_source(turn.session, turn.channel, response.owner, variant.buttons.tool)
+    if isinstance(variant.buttons, ButtonSource):
+        owner = source_owner(turn, response.owner or skill_id, variant.buttons.tool)
+        if owner is not None:
+            await run_button_source(turn.session, turn.channel, owner, variant.buttons.tool)
     speak(turn, text)
     if isinstance(variant.buttons, tuple) and variant.buttons:
         turn.channel.offer_buttons(tuple(_button(turn, item, skill_id) for item in variant.buttons))
     return text
+
+
+def source_owner(turn: Turn, preferred: str | None, tool: str) -> str | None:
+    """The skill whose local ``tool`` sources a response's buttons.
+
+    A skill's own response runs its own tool. A project-root response (BTN-05: the seed
+    merges every ``responses.yml`` into one registry) runs it as the skill delivering it,
+    else as the active skill, else as the one skill defining it (``validate`` requires one).
+    """
+    frame = turn.dialogue.active
+    skills = turn.session.project.skills
+    candidates = [preferred, frame.skill_id if frame else None, *sorted(skills)]
+    for skill_id in candidates:
+        if skill_id is not None and skill_id in skills and tool in skills[skill_id].tools:
+            return skill_id
+    return None
 
 
 def _deliver_bundled(turn: Turn, name: str, values: dict[str, str]) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 
 from voicegate.engine.history import EventHistory, MemoryWritten
@@ -20,6 +19,7 @@ from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, MemorySet
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.context import ButtonCollector, ToolContext, ToolModelContext
+from voicegate.engine.tools.isolation import ToolLoops
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +34,24 @@ class Session:
         catalog: ToolCatalog,
         memory: MemoryState,
         llm: LLMPort,
+        tool_loops: ToolLoops | None = None,
     ) -> None:
         self.call = call
         self.project = project
         self.catalog = catalog
         self.memory = memory
         self.llm = llm
+        #: Where the project's ``@tool`` functions run (None: on the engine's own loop).
+        self.tool_loops = tool_loops
         self.history = EventHistory()
         self.conversation = Conversation()
         self.dialogue = DialogueState()
         self.running: set[TurnStream] = set()
         self.turn_ids: set[str] = set()
-        self._counter = itertools.count(1)
+        #: Turns started so far; turn ids count on from here after a resume (issue 13).
+        self.turns_started = 0
+        #: Said at the start of the next turn: set when the call resumed on this node.
+        self.resume_line: str | None = None
         # Tools see the same knowledge index search_knowledge reads (tools reference).
         self._model_context = ToolModelContext(project.llm_config, project.references)
 
@@ -56,7 +62,8 @@ class Session:
 
     def next_turn_id(self) -> str:
         """A fresh turn id, unique within the call."""
-        turn_id = f"t{next(self._counter)}"
+        self.turns_started += 1
+        turn_id = f"t{self.turns_started}"
         self.turn_ids.add(turn_id)
         return turn_id
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from voicegate.engine.memory.fields import FieldType, MemoryField, SkillMemory, Visibility
@@ -101,7 +102,7 @@ def _field(name: Any, spec: Any, path: str, visibility: Visibility) -> MemoryFie
     unknown = sorted(set(spec) - _FIELD_KEYS)
     if unknown:
         raise ProjectError(f"entry {name!r}: unknown keys {unknown}", path=path, line=line)
-    return MemoryField(
+    declared = MemoryField(
         name=name,
         type=_field_type(name, spec.get("type"), path, line),
         description=_optional_str(name, spec, "description", path, line),
@@ -114,6 +115,8 @@ def _field(name: Any, spec: Any, path: str, visibility: Visibility) -> MemoryFie
         anonymization=spec.get("anonymization"),
         visibility=visibility,
     )
+    # ``initial_value: 0`` on a float field is 0.0, as any write would store it (issue 17).
+    return replace(declared, initial_value=declared.normalized(declared.initial_value))
 
 
 def _field_type(name: str, raw: Any, path: str, line: int | None) -> FieldType:

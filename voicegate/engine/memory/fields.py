@@ -50,12 +50,25 @@ class MemoryField:
     anonymization: Mapping[str, Any] | None = None
     visibility: Visibility = Visibility.PUBLIC
 
+    def normalized(self, value: Any) -> Any:
+        """``value`` with its number fitted to the declared type, for every writer alike
+        (§11 question 7, issue 17): an int stored in a ``float`` field becomes a float
+        (``50`` -> ``50.0``), an integral float in an ``int`` field an int (``3.0`` -> ``3``).
+        Anything else is returned unchanged for :meth:`value_problem` to judge."""
+        if not _is_number(value):
+            return value
+        if self.type is FieldType.FLOAT and isinstance(value, int):
+            return float(value)
+        if self.type is FieldType.INT and isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
     def value_problem(self, value: Any) -> str | None:
         """Why ``value`` cannot be stored in this field, or None when it can.
 
-        ``None`` always clears a field. Tool writes are checked strictly (no coercion): the
-        contract leaves coercion open (§11 question 7); a wrong type is an authoring bug
-        better reported at the write than discovered later in a prompt.
+        ``None`` always clears a field. Beyond :meth:`normalized` numbers, tool writes are
+        checked strictly (no coercion): the contract leaves coercion open (§11 question 7);
+        a wrong type is an authoring bug better reported at the write than in a prompt.
         """
         if value is None:
             return None

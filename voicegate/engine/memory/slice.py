@@ -60,6 +60,7 @@ class MemorySlice:
         ref = self._state.schema.writable(name, self._skill)
         declared = self._state.schema.field(ref)
         assert declared is not None  # writable() only returns declared fields
+        value = declared.normalized(value)
         problem = declared.value_problem(value)
         if problem is not None:
             raise MemoryWriteError(f"{ref.qualified}: {problem}")

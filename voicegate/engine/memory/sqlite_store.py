@@ -32,7 +32,9 @@ class SqliteMemoryStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: autocommit, every statement is committed when it returns.
-            self._db = sqlite3.connect(path, isolation_level=None)
+            # check_same_thread=False: the engine may run on its own thread (issue 12); only
+            # that one thread uses the connection.
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)

@@ -59,11 +59,12 @@ class MemoryState:
             ref = FieldRef(PROJECT, entry)
             if not declared.seed or entry not in metadata or self.value(ref) is not None:
                 continue
-            problem = declared.value_problem(metadata[entry])
+            value = declared.normalized(metadata[entry])
+            problem = declared.value_problem(value)
             if problem is not None:
                 log.warning("session metadata %r not seeded: %s", entry, problem)
                 continue
-            self.write(ref, metadata[entry])
+            self.write(ref, value)
             written.append(ref)
         for ref in self.schema.all_refs():
             initial = getattr(self.schema.field(ref), "initial_value", None)

@@ -1,11 +1,15 @@
 """``integrations.yml`` (contract §2.2, §10.1): LLM selection, model groups, MCP servers.
 
-Checked: ``llm`` is a mapping whose ``model_group`` names a declared group (inline
-``provider``/``model``/``deployment`` under ``llm`` fail, as in Mantle); every model group has
+Checked: ``llm`` is a mapping whose ``model_group`` names a declared group; every model group has
 an ``id`` and a list of model mappings; every MCP server has a unique ``name`` (``id`` is
 accepted as the older spelling), a ``url``, at most one auth key (``token``, ``api_key``,
 ``oauth``, ``module``), secrets written as ``${ENV_VAR}`` references, and a positive
 ``tool_timeout`` when set. Nothing is connected and no environment variable is read.
+
+Tolerated with a warning (``config.integrations.inline_llm``): the 3.19 inline form
+``llm: {provider, model, api_key_env, temperature, ...}`` that published projects use (§2.2
+[drift]; Mantle's current validator fails it), and request settings beside ``model_group``.
+The selection itself is resolved in :mod:`voicegate.engine.llm.selection`.
 
 voicegate's own choice: the file is optional, since voicegate picks its model from its own
 settings (``voicegate.yml`` / ``--llm``); when present it must follow the contract.
@@ -71,19 +75,19 @@ def _llm(
             codes.INTEGRATIONS_INVALID, "'llm' must be a mapping with a 'model_group'", path, line
         )
         return {}
-    inline = [key for key in _INLINE_LLM_KEYS if key in llm]
-    if inline:
-        problems.add(
+    if "model_group" not in llm and any(key in llm for key in _INLINE_LLM_KEYS):
+        return _inline_llm(llm, path, problems)
+    extra = sorted(str(key) for key in set(llm) - _LLM_KEYS)
+    if extra:
+        # Contract §2.2 allows only max_prompt_tokens beside model_group; tolerated (with a
+        # warning) as request settings layered over the group's model, like inline extras.
+        problems.warn(
             codes.INTEGRATIONS_INLINE_LLM,
-            f"'llm' sets {inline} inline; declare the model under 'model_groups' and select it "
-            "with llm.model_group",
+            f"'llm' sets {extra} beside model_group; voicegate applies them to the selected "
+            "model, but the contract form puts them on the model entry under 'model_groups'",
             path,
-            key_line(llm, inline[0]),
+            key_line(llm, extra[0]),
         )
-        return llm
-    unknown = sorted(str(key) for key in set(llm) - _LLM_KEYS)
-    if unknown:
-        problems.add(codes.INTEGRATIONS_INVALID, f"unknown keys under 'llm': {unknown}", path, line)
     group = llm.get("model_group")
     if not is_text(group):
         problems.add(
@@ -95,6 +99,30 @@ def _llm(
             f"'llm.model_group' is {group!r}, but no model group has that id",
             path,
             key_line(llm, "model_group"),
+        )
+    return llm
+
+
+def _inline_llm(llm: Mapping[str, Any], path: str, problems: Problems) -> Mapping[str, Any]:
+    """The 3.19 form ``llm: {provider, model, api_key_env, ...}`` (contract §2.2 [drift]).
+
+    Accepted with a warning naming the current form: published projects use it, and it says
+    everything a model entry says. It must still name a model (or an Azure deployment).
+    """
+    inline = [key for key in _INLINE_LLM_KEYS if key in llm]
+    problems.warn(
+        codes.INTEGRATIONS_INLINE_LLM,
+        f"'llm' sets {inline} inline (the 3.19 form); voicegate accepts it, but the current "
+        "form is 'llm: {model_group: ID}' with the model under 'model_groups'",
+        path,
+        key_line(llm, inline[0]),
+    )
+    if not (is_text(llm.get("model")) or is_text(llm.get("deployment"))):
+        problems.add(
+            codes.INTEGRATIONS_INVALID,
+            "an inline 'llm' needs a 'model' (or an Azure 'deployment')",
+            path,
+            line_of(llm),
         )
     return llm
 

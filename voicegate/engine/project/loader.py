@@ -7,11 +7,13 @@ while they load), and ``skills/<id>/`` with ``skill.md``, ``memory.yml``, ``resp
 
 Files are read in the dependency order of contract §9 (integrations, agent, memory,
 responses, skills) and every problem is collected: :func:`inspect_project` returns them all
-(``voicegate validate``), :func:`load_project` raises the first.
+(``voicegate validate``), :func:`load_project` raises the first error. Warnings (forms
+voicegate accepts that the contract no longer documents) never stop a load; they are logged.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,7 +30,10 @@ from voicegate.engine.project.bm25 import Bm25Index
 from voicegate.engine.project.checks import ProjectFacts, SkillChecks, check_button_sources
 from voicegate.engine.project.config_model import Integrations, McpServer
 from voicegate.engine.project.integrations_yml import parse_integrations
-from voicegate.engine.project.memory_writes import check_module_writes
+from voicegate.engine.project.memory_writes import (
+    check_module_writes,
+    check_shared_module_writes,
+)
 from voicegate.engine.project.model import AgentSettings, Project, Skill, ToolOrigin
 from voicegate.engine.project.problems import Problem, Problems
 from voicegate.engine.project.references import (
@@ -53,26 +58,48 @@ from voicegate.engine.yamlfile import load_yaml
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 _SKILL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True, slots=True)
 class ProjectReport:
-    """Everything found wrong with a project, and the project when nothing was."""
+    """Everything found wrong with a project (errors and warnings), and the project.
+
+    ``project`` is set when no problem is an error. ``draft`` is the project as far as it
+    could be built despite errors (None when there is no project folder or ``agent.yml``):
+    ``voicegate chat --allow-invalid`` runs it to debug a project that does not validate.
+    """
 
     root: Path
     problems: tuple[Problem, ...]
     project: Project | None
+    draft: Project | None = None
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        """The problems that stop the project from loading."""
+        return tuple(problem for problem in self.problems if problem.is_error)
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """The problems that do not."""
+        return tuple(problem for problem in self.problems if not problem.is_error)
 
 
 def load_project(root: Path) -> Project:
-    """Load the project in folder ``root``; raises the first problem as a ProjectError.
+    """Load the project in folder ``root``; raises the first error as a ProjectError.
 
     (A ``@tool`` declared against the tools reference raises ToolDefinitionError instead.)
+    Warnings are logged and do not stop the load.
     """
     report = inspect_project(root)
     if report.project is None:
-        raise report.problems[0].error(also=len(report.problems) - 1)
+        errors = report.errors
+        raise errors[0].error(also=len(errors) - 1)
+    for warning in report.warnings:
+        log.warning("%s: %s [%s]", warning.location(), warning.message, warning.code)
     return report.project
 
 
@@ -90,8 +117,8 @@ def inspect_project(root: Path) -> ProjectReport:
         )
     else:
         project = _Loader(root, problems).load()
-        if not problems:
-            return ProjectReport(root, (), project)
+        complete = project if not problems.errors else None
+        return ProjectReport(root, tuple(problems.items), complete, project)
     return ProjectReport(root, tuple(problems.items), None)
 
 
@@ -234,12 +261,14 @@ class _Loader:
         for skill_id in skill_ids:
             folder = self.root / "skills" / skill_id
             path = str(folder / "skill.md")
-            source = read_skill_md(folder / "skill.md", skill_id, self.problems)
-            source = source or SkillSource(Frontmatter(), SkillBody())
+            read = read_skill_md(folder / "skill.md", skill_id, self.problems)
+            source = read or SkillSource(Frontmatter(), SkillBody())
             imports = source.frontmatter.import_tools
             toolset = resolve_tools(local[skill_id], shared, imports, servers, path, self.problems)
             scope = ReadScope(schema, skill_id, frozenset(self.unjudged))
             SkillChecks(skill_id, path, source, toolset, scope, facts, self.problems).run()
+            if read is None:
+                continue  # reported; left out of a draft (a body-less skill is a container)
             skills[skill_id] = Skill(
                 skill_id,
                 local[skill_id].tools,
@@ -265,12 +294,15 @@ class _Loader:
                 for module in loaded.modules:
                     check_module_writes(module.path, schema, [skill_id], self.problems)
         for module in shared.modules:
-            importers: list[str | None] = [
-                skill_id
-                for skill_id, skill in skills.items()
-                if skill_id not in self.unjudged and _imports_from(skill, module.tools)
-            ]
-            check_module_writes(module.path, schema, importers or [None], self.problems)
+            importers = {
+                tool: [
+                    skill_id
+                    for skill_id, skill in skills.items()
+                    if skill_id not in self.unjudged and _imports(skill, tool)
+                ]
+                for tool in module.tools
+            }
+            check_shared_module_writes(module.path, schema, importers, self.problems)
 
     def _references(self, agent: AgentSettings, skill_ids: list[str]) -> ReferenceIndex | None:
         settings = agent.references
@@ -288,9 +320,10 @@ class _Loader:
         return Bm25Index(chunks) if chunks else None
 
 
-def _imports_from(skill: Skill, tools: Mapping[str, Any]) -> bool:
+def _imports(skill: Skill, tool: str) -> bool:
+    """Whether ``skill`` imports the shared tool ``tool`` (as a tool or a post-write hook)."""
     resolved = [*skill.toolset.values(), *skill.hooks.values()]
-    return any(item.origin is ToolOrigin.SHARED and item.name in tools for item in resolved)
+    return any(item.origin is ToolOrigin.SHARED and item.name == tool for item in resolved)
 
 
 def _llm_config(document: Any) -> Mapping[str, Any]:

@@ -8,15 +8,19 @@ be judged and is left alone. Calling anything on ``<context>.memory`` other than
 ``set`` (the internal memory manager, clearing APIs) is refused: clear a field with
 ``set(name, None)``.
 
-A skill-local module is checked with its skill active. A shared module is checked once for each
-skill that imports one of its tools; a shared module no skill imports is checked against the
-project and every skill's fields.
+A skill-local module is checked with its skill active. In a shared module each write is judged
+where it can run: a ``@tool`` function's writes (and those of the module-level helpers it
+reaches, by name, transitively) under every skill that imports THAT tool, not every skill that
+imports some tool of the module (issue 17: a shared ``banking.py`` whose ``check_payee_exists``
+writes ``payee_exists`` is fine for a skill that imports only ``list_accounts``). A write no
+imported tool reaches (an unimported tool, module-level code) is checked against the project
+and every skill's fields.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +66,60 @@ def _calls(tree: ast.AST) -> Iterator[MemoryCall]:
         yield MemoryCall(node.func.attr, literal, node.lineno)
 
 
+def function_calls(source: str, filename: str) -> dict[str | None, list[MemoryCall]]:
+    """The memory calls of each top-level function or class, by name (None: other code)."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return {}
+    found: dict[str | None, list[MemoryCall]] = {}
+    for node in tree.body:
+        unit = node.name if isinstance(node, _UNITS) else None
+        found.setdefault(unit, []).extend(_calls(node))
+    return found
+
+
+def reached_units(source: str, filename: str, start: str) -> set[str]:
+    """The top-level functions and classes ``start`` reaches by name, itself included."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return {start}
+    units = {node.name: node for node in tree.body if isinstance(node, _UNITS)}
+    reached, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in units:
+            continue
+        reached.add(name)
+        todo += [n.id for n in ast.walk(units[name]) if isinstance(n, ast.Name) and n.id in units]
+    return reached
+
+
+_UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def check_shared_module_writes(
+    path: Path,
+    schema: MemorySchema,
+    importers: Mapping[str, Sequence[str]],
+    problems: Problems,
+) -> None:
+    """Report the undeclared writes of a shared module, each judged under the skills that
+    import a tool reaching it (``importers``: tool name -> importing skill ids)."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    runs_as: dict[str | None, dict[str, None]] = {}  # unit -> importing skills, in order
+    for tool, skills in importers.items():
+        for unit in reached_units(source, str(path), tool) if skills else set():
+            runs_as.setdefault(unit, {}).update(dict.fromkeys(skills))
+    for name, calls in function_calls(source, str(path)).items():
+        under: list[str | None] = [*runs_as.get(name, {})] or [None]
+        _report(calls, path, schema, under, problems)
+
+
 def check_module_writes(
     path: Path, schema: MemorySchema, skills: Sequence[str | None], problems: Problems
 ) -> None:
@@ -74,7 +132,18 @@ def check_module_writes(
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return
-    for call in memory_calls(source, str(path)):
+    _report(memory_calls(source, str(path)), path, schema, skills, problems)
+
+
+def _report(
+    calls: Sequence[MemoryCall],
+    path: Path,
+    schema: MemorySchema,
+    skills: Sequence[str | None],
+    problems: Problems,
+) -> None:
+    """Record the forbidden memory calls and undeclared writes among ``calls``."""
+    for call in calls:
         if call.method not in _MEMORY_API:
             problems.add(
                 codes.TOOL_FORBIDDEN_MEMORY_API,

@@ -4,6 +4,10 @@
 raises the first as a :class:`~voicegate.errors.ProjectError` carrying its code, file and line
 (or as a :class:`~voicegate.errors.ToolDefinitionError` for a ``@tool`` declared against the
 tools reference, the error the tool runtime itself raises).
+
+A problem is an error or a warning. A warning marks a project written in a form voicegate
+accepts but the contract no longer documents (e.g. the 3.19 inline ``llm:`` form, contract
+§2.2 [drift]): the project still loads and runs; ``voicegate validate --strict`` fails on it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from voicegate.errors import EngineError, ProjectError, ToolDefinitionError
 
 T = TypeVar("T")
 
+ERROR = "error"
+WARNING = "warning"
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -27,6 +34,12 @@ class Problem:
     path: str
     line: int | None = None
     tool_definition: bool = False
+    severity: str = ERROR
+
+    @property
+    def is_error(self) -> bool:
+        """Whether this problem stops the project from loading (a warning does not)."""
+        return self.severity == ERROR
 
     def location(self, root: Path | None = None) -> str:
         """``path:line`` (``path`` relative to ``root`` when it lies inside it)."""
@@ -61,6 +74,15 @@ class Problems:
     def add(self, code: str, message: str, path: Path | str, line: int | None = None) -> None:
         """Record one problem."""
         self.items.append(Problem(code, message, str(path), line))
+
+    def warn(self, code: str, message: str, path: Path | str, line: int | None = None) -> None:
+        """Record one warning: the project still loads."""
+        self.items.append(Problem(code, message, str(path), line, severity=WARNING))
+
+    @property
+    def errors(self) -> list[Problem]:
+        """The problems that stop the project from loading."""
+        return [problem for problem in self.items if problem.is_error]
 
     def add_problem(self, problem: Problem) -> None:
         """Record a problem built elsewhere."""

@@ -113,20 +113,33 @@ def _paragraph(group: list[tuple[int, str]], path: str, problems: Problems) -> P
 
 
 def scan_tokens(
-    text: str, first_line: int, path: str, problems: Problems
+    text: str,
+    first_line: int,
+    path: str,
+    problems: Problems,
+    locate: Callable[[int], int | None] | None = None,
 ) -> tuple[ProseToken, ...]:
-    """The ``@`` tokens of ``text`` (which starts on ``first_line``); malformed ones reported."""
+    """The ``@`` tokens of ``text`` (which starts on ``first_line``); malformed ones reported.
+
+    ``locate`` maps an offset in ``text`` to its source line, for text read from YAML where
+    line breaks do not match the file's (block scalars, issue 17).
+    """
+
+    def line_at(offset: int) -> int:
+        found = locate(offset) if locate is not None else None
+        return found or first_line + text.count("\n", 0, offset)
+
     for match in _BARE_SESSION.finditer(text):
         problems.add(
             codes.BARE_SESSION_REFERENCE,
             f"bare {match.group()!r} in prose: write @memory.{match.group()[len('session.') :]} "
             "(session.* belongs in conditions and structured YAML)",
             path,
-            first_line + text.count("\n", 0, match.start()),
+            line_at(match.start()),
         )
     tokens = []
     for match in _TOKEN.finditer(text):
-        line = first_line + text.count("\n", 0, match.start())
+        line = line_at(match.start())
         token = _token(match, line, path, problems)
         if token is not None:
             tokens.append(token)

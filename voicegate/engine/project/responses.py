@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from voicegate.engine.conditions import Condition
@@ -36,7 +36,7 @@ from voicegate.engine.project.response_model import (
     Variant,
 )
 from voicegate.engine.project.scope import UNDECLARED, ReadScope
-from voicegate.engine.project.shapes import is_text, item_line, key_line
+from voicegate.engine.project.shapes import is_text, item_line, key_line, text_locator
 from voicegate.engine.yamlfile import line_of
 
 _VARIANT_KEYS = frozenset({"text", "condition", "metadata", "buttons"})
@@ -143,7 +143,9 @@ def _variant(name: str, item: Any, line: int | None, file: _File) -> Variant | N
     condition = _condition(name, item, file)
     metadata = _metadata(name, item, file)
     buttons_ok, buttons = _buttons(name, item, file)
-    placeholders = _placeholders(name, str(text), key_line(item, "text"), file)
+    placeholders = _placeholders(
+        name, str(text), key_line(item, "text"), file, text_locator(item, "text", str(text))
+    )
     condition_ok = item.get("condition") is None or condition is not None
     if metadata is None or placeholders is None or not buttons_ok or not condition_ok:
         return None
@@ -189,7 +191,11 @@ def _metadata(name: str, item: Mapping[str, Any], file: _File) -> Mapping[str, A
 
 
 def _placeholders(
-    name: str, text: str, line: int | None, file: _File
+    name: str,
+    text: str,
+    line: int | None,
+    file: _File,
+    locate: Callable[[int], int | None] | None = None,
 ) -> tuple[Placeholder, ...] | None:
     found = []
     for match in _PLACEHOLDER.finditer(text):
@@ -199,7 +205,7 @@ def _placeholders(
             file.report(
                 codes.RESPONSE_UNREADABLE_MEMORY,
                 f"response {name!r}: placeholder {match.group()} {problem}",
-                line,
+                (locate(match.start()) if locate else None) or line,
             )
             return None
         found.append(placeholder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from voicegate.engine.yamlfile import LineDict, LineList, line_of
@@ -13,6 +13,13 @@ def key_line(mapping: Any, key: Any) -> int | None:
     if isinstance(mapping, LineDict):
         return mapping.line_of_key(key)
     return line_of(mapping)
+
+
+def text_locator(mapping: Any, key: Any, text: str) -> Callable[[int], int | None] | None:
+    """Offset in ``text`` (the string value of ``key``) -> its source line, when known."""
+    if not isinstance(mapping, LineDict):
+        return None
+    return lambda offset: mapping.line_in_text(key, text, offset)
 
 
 def item_line(sequence: Any, index: int) -> int | None:

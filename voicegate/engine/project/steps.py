@@ -23,7 +23,7 @@ from voicegate.engine.project import codes
 from voicegate.engine.project.condition_sites import parse_at
 from voicegate.engine.project.problems import Problems
 from voicegate.engine.project.prose import scan_tokens
-from voicegate.engine.project.shapes import is_text, item_line, key_line
+from voicegate.engine.project.shapes import is_text, item_line, key_line, text_locator
 from voicegate.engine.project.step_model import (
     END,
     ActionStep,
@@ -230,7 +230,11 @@ def _instructions(item: Mapping[str, Any], step_id: str, site: _Site) -> Step | 
     if text is None or next_ is None:
         return None
     tokens = scan_tokens(
-        text, key_line(item, "instructions") or site.line or 1, site.path, site.problems
+        text,
+        key_line(item, "instructions") or site.line or 1,
+        site.path,
+        site.problems,
+        text_locator(item, "instructions", text),
     )
     return InstructionsStep(step_id, text, complete_when, tokens, next_, site.line)
 

@@ -68,13 +68,15 @@ def summarize(project: Project) -> ProjectSummary:
 
 
 def problem_record(problem: Problem, root: Path) -> dict[str, Any]:
-    """A problem as a JSON-ready object; ``path`` is relative to the project root."""
+    """A problem as a JSON-ready object (``severity``: error or warning); ``path`` is relative
+    to the project root."""
     path = problem.location(root).rsplit(":", 1)[0] if problem.line is not None else None
     return {
         "code": problem.code,
         "message": problem.message,
         "path": path if path is not None else problem.location(root),
         "line": problem.line,
+        "severity": problem.severity,
     }
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from voicegate.engine.history import Event
-from voicegate.engine.memory.slice import MemorySlice
 from voicegate.engine.tools.buttons import Button
+from voicegate.engine.tools.isolation import EngineCalls
 
 
 class TurnSignals(Protocol):
@@ -29,6 +29,61 @@ class TurnSignals(Protocol):
     def say(self, text: str) -> None:
         """Surface a message as a ``Say`` event; dropped once the turn is cancelled."""
         ...
+
+
+class MemoryAccess(Protocol):
+    """``context.memory`` as a tool sees it (``MemorySlice`` on the engine's loop)."""
+
+    @property
+    def active_skill(self) -> str | None:
+        """The skill bare names resolve against first."""
+        ...
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name``, or ``default``."""
+        ...
+
+    def set(self, name: str, value: Any) -> None:
+        """Write through at once."""
+        ...
+
+
+class _MemoryAcross:
+    """A tool thread's ``context.memory``: reads and writes run on the engine's loop."""
+
+    def __init__(self, memory: MemoryAccess, calls: EngineCalls) -> None:
+        self._memory = memory
+        self._calls = calls
+
+    @property
+    def active_skill(self) -> str | None:
+        """The skill bare names resolve against first."""
+        return self._memory.active_skill
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name``, or ``default``."""
+        return self._calls.read(self._memory.get, name, default)
+
+    def set(self, name: str, value: Any) -> None:
+        """Write through at once (discarded once the engine abandoned the call)."""
+        self._calls.write(f"memory write to {name!r}", self._memory.set, name, value)
+
+
+class _TurnAcross:
+    """A tool thread's view of its turn: ``say`` runs on the engine's loop."""
+
+    def __init__(self, turn: TurnSignals, calls: EngineCalls) -> None:
+        self._turn = turn
+        self._calls = calls
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the turn was cancelled, or the engine gave up waiting for the tool."""
+        return self._calls.abandoned or self._turn.is_cancelled
+
+    def say(self, text: str) -> None:
+        """Surface a message (dropped once cancelled; discarded once abandoned)."""
+        self._calls.write("context.send", self._turn.say, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +108,29 @@ class ButtonCollector:
         self.buttons = tuple(buttons)
 
 
+class _ButtonsAcross(ButtonCollector):
+    """A tool thread's ``set_buttons``: the list is replaced on the engine's loop."""
+
+    def __init__(self, target: ButtonCollector, calls: EngineCalls) -> None:
+        super().__init__()
+        self._target = target
+        self._calls = calls
+
+    def replace(self, buttons: Sequence[Button]) -> None:
+        """Replace the collected buttons (checked here, stored on the engine's loop)."""
+        for button in buttons:
+            if not isinstance(button, Button):
+                raise TypeError(f"set_buttons takes Button values, got {type(button).__name__}")
+        self._calls.write("set_buttons", self._target.replace, tuple(buttons))
+
+
 class ToolContext:
     """The runtime's handle for one tool invocation."""
 
     def __init__(
         self,
         *,
-        memory: MemorySlice,
+        memory: MemoryAccess,
         turn: TurnSignals,
         events: Callable[[], list[Event]],
         model: ToolModelContext,
@@ -70,6 +141,17 @@ class ToolContext:
         self._events = events
         self._model = model
         self._buttons = buttons
+
+    def across(self, calls: EngineCalls) -> ToolContext:
+        """This context for a tool running on another thread: engine access goes via ``calls``."""
+        buttons = self._buttons
+        return ToolContext(
+            memory=_MemoryAcross(self._memory, calls),
+            turn=_TurnAcross(self._turn, calls),
+            events=lambda: calls.read(self._events),
+            model=self._model,
+            buttons=_ButtonsAcross(buttons, calls) if buttons is not None else None,
+        )
 
     async def send(self, text: str) -> None:
         """Send a message to the user now, bypassing the model; dropped once cancelled."""
@@ -88,7 +170,7 @@ class ToolContext:
         self._buttons.replace(buttons)
 
     @property
-    def memory(self) -> MemorySlice:
+    def memory(self) -> MemoryAccess:
         """Scoped read/write access to memory."""
         return self._memory
 

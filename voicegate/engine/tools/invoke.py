@@ -5,6 +5,10 @@ uses its server's ``tool_timeout`` when set, carried as the tool's own ``time_li
 timeout or an exception is a *failure* reported to the model; a cancellation is not a failure
 and is never caught here: ``asyncio.CancelledError`` propagates so the caller records nothing.
 The same holds for local ``@tool`` functions and remote tools (``InvocableTool``).
+
+Local ``@tool`` functions run on a tool loop thread when ``tool_loops`` is given (the engine
+always gives it; issue 12): the limit is then enforced by the engine's loop even when the tool
+blocks its own thread, and the turn goes on with a timed-out tool.
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from voicegate.engine.history import ToolOutcomeKind
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.invocable import InvocableTool
+from voicegate.engine.tools.isolation import CompletedBeforeCancel, EngineCalls, ToolLoops
 from voicegate.engine.tools.result import ToolResult
 from voicegate.errors import ToolExecutionError, ToolTimeoutError
 
@@ -48,11 +53,17 @@ class ToolOutcome:
 
 
 async def invoke_tool(
-    tool: InvocableTool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+    tool: InvocableTool,
+    arguments: Mapping[str, Any],
+    context: ToolContext,
+    time_limit: float,
+    *,
+    tool_loops: ToolLoops | None = None,
 ) -> ToolOutcome:
     """Call ``tool``; failures become outcomes, cancellation propagates.
 
     ``time_limit`` is the agent's ``tool_timeout``; a tool with its own limit uses that.
+    With ``tool_loops``, a local tool runs on a tool loop thread (see ``isolation``).
     """
     if not isinstance(arguments, Mapping):
         problem: str | None = f"arguments must be an object, got {type(arguments).__name__}"
@@ -63,27 +74,43 @@ async def invoke_tool(
     own_limit = tool.time_limit
     limit = own_limit if own_limit is not None else time_limit
     try:
-        result = await _call_with_timeout(tool, arguments, context, limit)
+        result = await _call_with_timeout(tool, arguments, context, limit, tool_loops)
     except ToolExecutionError as error:
         return ToolOutcome.failure(error)
+    except CompletedBeforeCancel as completed:
+        # The tool returned on its thread just before a barge-in reached it: it is recorded
+        # like a call that returned, and the cancel lands at the turn's next await.
+        _redeliver_cancellation()
+        return _checked_result(tool, completed.value)
     _reraise_swallowed_cancellation()
     return _checked_result(tool, result)
 
 
 async def _call_with_timeout(
-    tool: InvocableTool, arguments: Mapping[str, Any], context: ToolContext, time_limit: float
+    tool: InvocableTool,
+    arguments: Mapping[str, Any],
+    context: ToolContext,
+    time_limit: float,
+    tool_loops: ToolLoops | None,
 ) -> Any:
     deadline = asyncio.timeout(time_limit)
     try:
         async with deadline:
-            return await tool.invoke(arguments, context)
+            if tool_loops is None or tool.source != "local":
+                return await tool.invoke(arguments, context)
+
+            def start(calls: EngineCalls) -> Coroutine[Any, Any, Any]:
+                return tool.invoke(arguments, context.across(calls))
+
+            return await tool_loops.run(tool.name, start)
     except TimeoutError as error:
         if deadline.expired():
+            log.error("tool %r timed out after %g s (tool_timeout)", tool.name, time_limit)
             raise ToolTimeoutError(
                 f"tool {tool.name!r} timed out after {time_limit:g} s (tool_timeout)"
             ) from None
         raise _failed(tool, error) from error
-    except ToolExecutionError:
+    except (ToolExecutionError, CompletedBeforeCancel):
         raise  # already says what failed (a remote tool's error result, a lost server)
     except Exception as error:
         raise _failed(tool, error) from error
@@ -92,6 +119,13 @@ async def _call_with_timeout(
 def _failed(tool: InvocableTool, error: Exception) -> ToolExecutionError:
     log.warning("tool %r failed", tool.name, exc_info=error)
     return ToolExecutionError(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
+
+
+def _redeliver_cancellation() -> None:
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        task.uncancel()
+        task.cancel()
 
 
 def _reraise_swallowed_cancellation() -> None:

@@ -5,10 +5,17 @@ question 23, our choice: yes), then its ``on_success``/``on_failure`` response. 
 is dropped and ``utter_on_user_denial`` is spoken, after which the engine waits; without a
 named response the model phrases the denial. A confirmation an ``execute_tool`` step asked for
 is handed back to that step (it runs, or it is skipped, on the next deterministic pass).
+
+CONF-CAN (issue 17, our decision; docs/contract-decisions.md): a barge-in while the approved
+call runs cancels it, and the call goes back to awaiting confirmation, in both paths. The
+question is not spoken again: the caller's next words answer it (the model sees the pending
+call and resolves it), since cutting in on "sending it now" often means "stop". An approval
+is never carried over to a retry the caller did not confirm again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -42,7 +49,11 @@ async def resolve_tool_confirmation(turn: Turn, arguments: Mapping[str, Any]) ->
     if bound is None:
         return {"error": f"{pending.tool!r} may no longer be called; nothing was done"}
     call = ToolCall(f"{pending.call_id}-confirmed", pending.tool, pending.arguments)
-    message = await run_tool(turn, bound, call)
+    try:
+        message = await run_tool(turn, bound, call)
+    except asyncio.CancelledError:
+        dialogue.pending = pending  # CONF-CAN: back to awaiting the caller's answer
+        raise
     return {"confirmed": True, "result": json.loads(message.content)}
 
 

@@ -33,7 +33,9 @@ from voicegate.engine.loop.turn import Turn
 
 async def activate(turn: Turn, arguments: Mapping[str, Any]) -> Any:
     """Start, switch to, enter or resume a flow."""
-    requested = arguments.get("flow_id")
+    # 3.19 named the argument target_id (contract §5.1 [drift]); models prompted for those
+    # projects still send it, so it is read when flow_id is absent.
+    requested = arguments.get("flow_id", arguments.get("target_id"))
     flows = {flow.flow_id: flow for flow in activatable(turn)}
     flow = flows.get(requested) if isinstance(requested, str) else None
     if flow is None:

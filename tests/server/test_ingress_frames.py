@@ -1,0 +1,186 @@
+"""Issue 15 #3, #4 and #7 over raw sockets: bad frames, silent peers, forged headers.
+
+Each attack runs beside a healthy call on the same gateway, which must complete normally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from websockets.asyncio.client import ClientConnection
+
+from tests.server.server_kit import (
+    ScriptedRunner,
+    call,
+    close_of,
+    eventually,
+    receive_json,
+    running_gateway,
+    twilio_start,
+)
+from voicegate.gateway.lifecycle import Gateway
+from voicegate.gateway.limits import Limits
+from voicegate.gateway.options import TwilioOptions
+from voicegate.gateway.websocket import UNMASKED_FRAME, MaskScanner
+
+Raw = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+@asynccontextmanager
+async def healthy_call(gateway: Gateway) -> AsyncIterator[ClientConnection]:
+    """A started call that must still end normally after the attack."""
+    async with call(gateway, "/twilio") as client:
+        assert await receive_json(client) == {"dialect": "twilio"}
+        await client.send(twilio_start("CA-HEALTHY"))
+        assert await receive_json(client) == {"event": "CallStarted"}
+        await receive_json(client)
+        yield client
+
+
+async def ends_normally(client: ClientConnection) -> None:
+    """The healthy call hangs up and is closed 1000."""
+    await client.send("hangup")
+    assert await close_of(client) == (1000, "bye")
+
+
+@asynccontextmanager
+async def raw_websocket(gateway: Gateway, path: str = "/twilio") -> AsyncIterator[Raw]:
+    """A WebSocket opened by hand, to send frames no client library would."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+    key = base64.b64encode(os.urandom(16)).decode("ascii")
+    writer.write(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n"
+        ).encode("ascii")
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 101")
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+
+
+def frame(opcode: int, payload: bytes, *, masked: bool = True) -> bytes:
+    """One client frame (RFC 6455 §5.2), FIN set; payloads under 64 KiB."""
+    bit = 0x80 if masked else 0
+    if len(payload) < 126:
+        length = bytes([len(payload) | bit])
+    else:
+        length = bytes([126 | bit]) + struct.pack("!H", len(payload))
+    if not masked:
+        return bytes([0x80 | opcode]) + length + payload
+    mask = os.urandom(4)
+    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([0x80 | opcode]) + length + mask + body
+
+
+async def server_close(reader: asyncio.StreamReader) -> tuple[int, str]:
+    """Skip server frames up to its close frame; the code and reason in it."""
+    async with asyncio.timeout(10):
+        while True:
+            first, second = await reader.readexactly(2)
+            size = second & 0x7F
+            if size == 126:
+                (size,) = struct.unpack("!H", await reader.readexactly(2))
+            payload = await reader.readexactly(size)
+            if first & 0x0F == 0x8:
+                return struct.unpack("!H", payload[:2])[0], payload[2:].decode("utf-8")
+
+
+async def test_an_unmasked_client_frame_is_failed_with_1002_and_a_reason() -> None:
+    async with running_gateway(ScriptedRunner()) as gateway, healthy_call(gateway) as healthy:
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(frame(0x1, b'{"event":"connected"}'))  # masked: accepted
+            writer.write(frame(0x1, b'{"event":"connected"}', masked=False))
+            assert await server_close(reader) == (1002, UNMASKED_FRAME)
+        await ends_normally(healthy)
+
+
+async def test_library_closes_say_why() -> None:
+    limits = Limits(max_frame_bytes=1000)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(frame(0x1, b"\xff\xfe not UTF-8"))
+            code, reason = await server_close(reader)
+            assert (code, reason) == (1007, "Invalid UTF-8 text message")
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(frame(0x2, b"\x00" * 2000))
+            code, reason = await server_close(reader)
+            assert code == 1009
+            assert "exceeds limit 1000" in reason
+        async with raw_websocket(gateway) as (reader, writer):
+            writer.write(bytes([0x83, 0x80]) + os.urandom(4))  # reserved opcode 3
+            assert await server_close(reader) == (1002, "Unexpected opcode=3")
+        await ends_normally(healthy)
+
+
+async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:
+    limits = Limits(heartbeat_s=0.5)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, _):
+            # The peer never answers the pings: the gateway drops the connection.
+            async with asyncio.timeout(10):
+                while await reader.read(1024):
+                    pass
+        await eventually(lambda: len(gateway.calls.active) == 1, "the silent peer to go")
+        await ends_normally(healthy)
+
+
+async def test_idle_and_half_sent_http_connections_are_closed() -> None:
+    limits = Limits(http_idle_timeout_s=0.5)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        silent = await asyncio.open_connection("127.0.0.1", gateway.port)
+        half = await asyncio.open_connection("127.0.0.1", gateway.port)
+        half[1].write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        for reader, writer in (silent, half):
+            async with asyncio.timeout(10):
+                assert await reader.read() == b""  # closed by the gateway
+            writer.close()
+        await ends_normally(healthy)
+
+
+async def test_a_non_ascii_signature_is_refused_with_403() -> None:
+    twilio = TwilioOptions(auth_token="s3cret")
+    async with running_gateway(ScriptedRunner(), twilio=twilio) as gateway:
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+        body = b"CallSid=CA1"
+        writer.write(
+            b"POST /twilio/voice HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"X-Twilio-Signature: \xc3\xa9\xff\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode("ascii")
+            + body
+        )
+        status = await asyncio.wait_for(reader.readline(), 10)
+        writer.close()
+    assert status.startswith(b"HTTP/1.1 403")
+
+
+def test_the_mask_scanner_follows_frames_split_anywhere() -> None:
+    stream = frame(0x1, b"a" * 300) + frame(0x2, b"b" * 5) + frame(0x1, b"c", masked=False)
+    for cut in range(1, len(stream)):
+        scanner = MaskScanner()
+        ok = scanner.scan(stream[:cut]) and scanner.scan(stream[cut:])
+        assert not ok
+    clean = frame(0x1, b"a" * 300) + frame(0x2, b"b" * 5)
+    for cut in range(1, len(clean)):
+        scanner = MaskScanner()
+        assert scanner.scan(clean[:cut])
+        assert scanner.scan(clean[cut:])

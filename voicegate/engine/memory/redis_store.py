@@ -1,0 +1,144 @@
+"""Memory and resumable call state on a Redis server shared by every node (issue 13).
+
+Why the synchronous client: the engine calls its store synchronously from the dialogue
+plane's thread (``context.memory.set`` is synchronous in the tools reference, and
+``MemoryState.write`` runs on the engine loop, ``engine/tools/isolation.py``). Making the
+store port async would ripple through ``MemorySlice``, ``EngineCalls`` and every tool's
+``memory.set``; a synchronous round trip to Redis (~0.1-0.5 ms on a LAN) blocks only the
+dialogue plane, never the media plane (design §10), exactly as the SQLite commit does. Every
+command has a timeout and a bounded retry, so a write either lands or raises ``StoreError``.
+
+Keys (docs/redis.md), ``<ns>`` being ``<key_prefix>:<project>``:
+
+- ``<ns>:mem:<conversation>``: a hash ``[namespace, entry]`` (JSON) -> value (JSON text);
+  its TTL is renewed on every write and every load.
+- ``<ns>:call:<call id>``: a hash with ``epoch`` (the fencing token) and ``state`` (the
+  resumable dialogue state, JSON); its TTL is renewed on every claim and save.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from voicegate.errors import StaleCallError, StoreError
+
+# Atomic claim of a call: bump the epoch, return it with the saved state (KEYS[1] the call
+# hash, ARGV[1] the TTL in ms). A node that claims is from now on the only writer.
+_CLAIM = """
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+local state = redis.call('HGET', KEYS[1], 'state')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return {epoch, state}
+"""
+
+# Fenced save: written only while ARGV[1] is still the call's epoch (a stale node that comes
+# back after another node claimed the call is refused, issue 13). Returns 1 or 0.
+_SAVE = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RedisOptions:
+    """How the store talks to Redis and how long keys live (``store`` settings)."""
+
+    namespace: str
+    memory_ttl_s: float = 30 * 24 * 3600.0
+    call_ttl_s: float = 3600.0
+    timeout_s: float = 0.5
+    retries: int = 2
+
+
+class RedisStore:
+    """A ``MemoryStore`` and ``CallStateStore`` on one Redis server."""
+
+    def __init__(self, url: str, options: RedisOptions) -> None:
+        self.options = options
+        retry = Retry(ExponentialBackoff(cap=options.timeout_s, base=0.01), options.retries)
+        try:
+            self._redis: redis.Redis = redis.Redis.from_url(
+                url,
+                socket_timeout=options.timeout_s,
+                socket_connect_timeout=options.timeout_s,
+                retry=retry,
+                decode_responses=True,
+            )
+        except ValueError as error:
+            raise StoreError(f"bad Redis URL: {error}") from None
+        self._claim = self._redis.register_script(_CLAIM)
+        self._save = self._redis.register_script(_SAVE)
+
+    def memory_key(self, conversation_id: str) -> str:
+        """The hash holding a conversation's memory."""
+        return f"{self.options.namespace}:mem:{conversation_id}"
+
+    def call_key(self, call_id: str) -> str:
+        """The hash holding a call's epoch and resumable state."""
+        return f"{self.options.namespace}:call:{call_id}"
+
+    def ping(self) -> None:
+        """Fail now with ``StoreError`` when the server cannot be reached."""
+        self._run("ping", self._redis.ping)
+
+    # --- MemoryStore ----------------------------------------------------------------------------
+
+    def load(self, conversation_id: str) -> dict[tuple[str, str], str]:
+        """Every stored value of a conversation; reading renews its TTL."""
+        key = self.memory_key(conversation_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hgetall(key)
+        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
+        rows, _ = self._run("read", pipe.execute)
+        return {_field(name): value for name, value in rows.items()}
+
+    def save(self, conversation_id: str, namespace: str, entry: str, json_value: str) -> None:
+        """Store one value before returning (HSET is idempotent, so a retry applies it once)."""
+        key = self.memory_key(conversation_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hset(key, json.dumps([namespace, entry]), json_value)
+        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
+        self._run("write", pipe.execute)
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._redis.close()
+
+    # --- CallStateStore -------------------------------------------------------------------------
+
+    def claim(self, call_id: str) -> tuple[int, str | None]:
+        """Take the call over: a new epoch, and the state a previous node saved (if any)."""
+        ttl = _ms(self.options.call_ttl_s)
+        epoch, state = self._run("claim", self._claim, [self.call_key(call_id)], [ttl])
+        return int(epoch), state
+
+    def save_state(self, call_id: str, epoch: int, state_json: str) -> None:
+        """Save the call's state unless another node claimed it since (``StaleCallError``)."""
+        ttl = _ms(self.options.call_ttl_s)
+        args = [epoch, state_json, ttl]
+        if not self._run("state write", self._save, [self.call_key(call_id)], args):
+            raise StaleCallError(f"call {call_id!r} was taken over by another node")
+
+    def _run(self, what: str, command: Any, *args: Any) -> Any:
+        """Run one command (retried by the client); a failure is a ``StoreError``."""
+        try:
+            return command(*args)
+        except redis.RedisError as error:
+            raise StoreError(f"Redis {what} failed: {error}") from error
+
+
+def _field(name: str) -> tuple[str, str]:
+    namespace, entry = json.loads(name)
+    return str(namespace), str(entry)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))

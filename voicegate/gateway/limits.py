@@ -1,0 +1,64 @@
+"""Ingress limits: how long a peer may wait, how fast it may send, how much a call may keep.
+
+One frozen dataclass, the ``limits`` section of ``config/voicegate.yml`` (issue 15). The server
+reads the socket and HTTP limits, each call session the timeouts, pacing and timeline caps.
+Every limit that ends a call closes it with 1008 (RFC 6455 §7.4.1, policy violation) and a
+reason that names the limit and its configuration key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from voicegate.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Timeouts, pacing, size and state limits for every connection and call."""
+
+    # A WebSocket that sends no `start` within this many seconds is closed (1008).
+    start_timeout_s: float = 10.0
+    # A started call that sends no audio for this many seconds is closed (1008).
+    idle_timeout_s: float = 30.0
+    # A call is closed (1008) after this many seconds (Twilio's own maximum is 4 hours).
+    max_call_s: float = 14400.0
+    # WebSocket ping interval; a peer that does not pong within half of it is dropped.
+    heartbeat_s: float = 20.0
+    # An HTTP connection with no complete request for this long is closed (keep-alive idle,
+    # silent sockets and half-sent headers alike).
+    http_idle_timeout_s: float = 15.0
+    # Upgraded sockets waiting for their `start` at once (they hold no call slot).
+    max_waiting_for_start: int = 100
+    # Largest WebSocket message accepted; bigger ones close the socket with 1009.
+    max_frame_bytes: int = 1024 * 1024
+    # Largest Twilio Media Streams message (a start with parameters is a few kB).
+    max_twilio_message_bytes: int = 64 * 1024
+    # Largest browser message (64 KiB: 680 ms of 48 kHz PCM16; clients send 20 ms frames).
+    max_browser_message_bytes: int = 64 * 1024
+    # Inbound audio may run ahead of the wall clock by at most this factor ...
+    media_max_speed: float = 1.0
+    # ... plus this much audio (ms) of jitter; audio beyond it is dropped and counted.
+    media_burst_ms: int = 2000
+    # A call whose dropped audio exceeds this many ms is closed (1008): it floods on purpose.
+    media_flood_ms: int = 10000
+    # New requests (webhooks, upgrades, pages) per second from one client address ...
+    requests_per_ip_per_s: float = 20.0
+    # ... and at once; beyond, 429 with a reason. Twilio calls come from few addresses.
+    requests_per_ip_burst: int = 200
+    # WebSockets open at once from one client address; beyond, 429 with a reason.
+    sockets_per_ip: int = 1000
+    # Timeline records kept per call; later ones are counted in a "timeline_truncated" record.
+    timeline_max_records: int = 5000
+    # Longest peer- or engine-supplied string kept in a timeline record (longer ones are cut).
+    timeline_max_chars: int = 500
+    # Timelines of finished calls kept for the replay tool and operators ...
+    kept_timelines: int = 100
+    # ... and their total size in bytes (oldest dropped first).
+    kept_timelines_bytes: int = 32 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not value > 0:
+                raise ConfigError(f"limits.{item.name} must be positive, got {value}")
