@@ -61,6 +61,9 @@ from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText
 from voicegate.speech.remote.openai_tts import OpenAISpeechOptions, OpenAITextToSpeech
+from voicegate.turns.settings import TurnSettings
+from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
+from voicegate.turns.tracker import TurnFactory
 
 
 def split_spec(spec: str, key: str) -> tuple[str, str]:
@@ -269,11 +272,16 @@ def build_runner(
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
     rate = settings.audio.session_sample_rate
+    vad = settings.vad
+    if settings.turns.end_of_turn.uses_model:
+        # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
+        vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
     services = CallServices(
         engine=engine,
         stt=build_stt(settings.speech.stt, environ),
         tts=build_tts(settings.speech.tts, rate, environ),
-        media=MediaFactory(sample_rate=rate, frame_ms=settings.vad.frame_ms, vad=settings.vad),
+        media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
+        turns=build_turns(settings.turns),
         leases=leases,
     )
     session = SessionSettings(
@@ -283,6 +291,15 @@ def build_runner(
         limits=settings.limits,
     )
     return SessionRunner(services, session)
+
+
+def build_turns(settings: TurnSettings) -> TurnFactory:
+    """The end-of-turn model, loaded once for every call, with the turn-taking settings."""
+    eot = settings.end_of_turn
+    if not eot.uses_model:
+        return TurnFactory(settings)
+    model = SmartTurnModel(eot.model_path(bundled_model_path()), workers=eot.workers)
+    return TurnFactory(settings, model)
 
 
 @asynccontextmanager
