@@ -356,8 +356,9 @@ async def call_leases(
         yield None
         return
     namespace = f"{settings.store.key_prefix}:{project_name(project)}:calls"
+    store = settings.store
     options = RegistryOptions(
-        namespace, settings.server.capacity, timeout_s=settings.store.timeout_s
+        namespace, settings.server.capacity, lease_s=store.lease_s, timeout_s=store.timeout_s
     )
     registry = RedisCallRegistry(redis_url(settings.store, environ), options)
     try:

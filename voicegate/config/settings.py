@@ -337,6 +337,8 @@ class StoreSettings:
     timeout_s: float = 0.5
     retries: int = 2
     resume_line: str = "Sorry, we were cut off. Where were we?"
+    #: How long a call's lease in the Redis call registry outlives its node's last renewal.
+    lease_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not _ENV_NAME.fullmatch(self.redis_url_env):
@@ -345,7 +347,7 @@ class StoreSettings:
             )
         if not self.key_prefix or ":" in self.key_prefix:
             raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
-        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s"):
+        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s", "lease_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
 
