@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import uvloop
 
-from voicegate.cli import wiring
+from voicegate.cli import logs, wiring
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse_settings
 from voicegate.errors import ConfigError, VoicegateError
 from voicegate.gateway.calls import CANCEL_GRACE_S
@@ -37,7 +36,6 @@ from voicegate.gateway.worker import WorkerLaunch, ignore_terminal_interrupts, r
 RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]
 #: After SIGTERM, how long workers get beyond the drain deadline before they are killed.
 STOP_MARGIN_S = 10.0
-LOG_FORMAT = "%(asctime)s %(levelname)s {who}%(name)s: %(message)s"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -67,6 +65,16 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="run on asyncio's own event loop instead of uvloop (server.uvloop: false)",
     )
+    parser.add_argument(
+        "--log-level",
+        choices=logs.LEVELS,
+        help=f"log level (default: ${logs.LEVEL_ENV}, else info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        help=f"text, or json: one object per line (default: ${logs.FORMAT_ENV}, else text)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -93,6 +101,7 @@ class ServePlan:
     config_source: str
     overrides: dict[str, Any]
     runner_builder: RunnerBuilder
+    logging: logs.LogOptions = field(default_factory=logs.LogOptions)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, runner_builder: RunnerBuilder) -> ServePlan:
@@ -130,9 +139,10 @@ def serve_main(
     """Build everything from ``args`` and serve until a signal; the exit code."""
     plan = ServePlan.from_args(args, runner_builder)
     settings = plan.settings()
+    plan = replace(plan, logging=log_options(args, settings, environ))
+    logs.configure(plan.logging)
     options = gateway_options(settings, environ)
     workers = worker_count(settings.server.workers)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=""))
     try:
         if workers == 1:
             run_loop(settings, _serve(runner_builder(settings), options))
@@ -148,6 +158,17 @@ def serve_main(
         print(f"voicegate serve: {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def log_options(
+    args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]
+) -> logs.LogOptions:
+    """The flags over the environment; the settings' secrets and secret-looking variables are
+    redacted from every line."""
+    named = [environ.get(name, "") for name in settings.secret_env_names().values()]
+    return logs.resolve_log_options(
+        getattr(args, "log_level", None), getattr(args, "log_format", None), environ, named
+    )
 
 
 def gateway_options(settings: Settings, environ: Mapping[str, str]) -> GatewayOptions:
@@ -194,9 +215,9 @@ async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> 
 def serve_worker(launch: WorkerLaunch) -> None:
     """One worker process of ``voicegate serve --workers N`` (the multiprocessing target)."""
     ignore_terminal_interrupts()
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=f"w{launch.index} "))
     plan = launch.plan
     assert isinstance(plan, ServePlan)
+    logs.configure(plan.logging, who=f"w{launch.index}")
     try:
         settings = plan.settings()
         options = gateway_options(settings, os.environ)

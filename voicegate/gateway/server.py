@@ -35,6 +35,7 @@ from voicegate.gateway.admission import (
     twilio_token_parameter,
 )
 from voicegate.gateway.calls import CallRegistry, run_call
+from voicegate.gateway.logcontext import about_call
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner, Refusal, Transport
@@ -275,13 +276,14 @@ class _Routes:
             log.info("call %s refused: %s", call_id, admitted.reason)
             await refuse(transport, codec, admitted)
             return socket
-        log.info("call %s connected", call_id)
-        try:
-            gate = StartGate(self._calls, admitted, authenticate)
-            await run_call(admitted, self._runner, codec, gate)
-        finally:
-            self._calls.release(admitted)
-        log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
+        with about_call(admitted):  # every log line of the call carries its ids
+            log.info("call %s connected", call_id)
+            try:
+                gate = StartGate(self._calls, admitted, authenticate)
+                await run_call(admitted, self._runner, codec, gate)
+            finally:
+                self._calls.release(admitted)
+            log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
 
 
