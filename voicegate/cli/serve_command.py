@@ -26,14 +26,15 @@ from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse
 from voicegate.errors import ConfigError, VoicegateError
 from voicegate.gateway.calls import CANCEL_GRACE_S
 from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
+from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
 from voicegate.gateway.supervisor import Supervisor, SupervisorOptions
 from voicegate.gateway.transport import CallRunner
 from voicegate.gateway.worker import WorkerLaunch, ignore_terminal_interrupts, run_worker
 
-#: Opens the one runner every call is handed to (see :func:`build_runner`).
-RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]
+#: Opens the one runner every call is handed to, feeding the metrics (:func:`build_runner`).
+RunnerBuilder = Callable[[Settings, GatewayMetrics], AbstractAsyncContextManager[CallRunner]]
 #: After SIGTERM, how long workers get beyond the drain deadline before they are killed.
 STOP_MARGIN_S = 10.0
 
@@ -83,10 +84,12 @@ def run(args: argparse.Namespace) -> int:
     return serve_main(args)
 
 
-def build_runner(settings: Settings) -> AbstractAsyncContextManager[CallRunner]:
+def build_runner(
+    settings: Settings, metrics: GatewayMetrics
+) -> AbstractAsyncContextManager[CallRunner]:
     """The call runner every accepted WebSocket is handed to, with the project's MCP servers
     connected for as long as it is open (cli/wiring.py builds it)."""
-    return wiring.open_runner(settings)
+    return wiring.open_runner(settings, metrics=metrics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +148,8 @@ def serve_main(
     workers = worker_count(settings.server.workers)
     try:
         if workers == 1:
-            run_loop(settings, _serve(runner_builder(settings), options))
+            metrics = GatewayMetrics()
+            run_loop(settings, _serve(runner_builder(settings, metrics), options, metrics))
             return 0
         failure = asyncio.run(_supervise(plan, options, workers))
     except OSError as error:  # e.g. the port is taken
@@ -190,10 +194,14 @@ def run_loop(settings: Settings, main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
-async def _serve(runner: AbstractAsyncContextManager[CallRunner], options: GatewayOptions) -> None:
+async def _serve(
+    runner: AbstractAsyncContextManager[CallRunner],
+    options: GatewayOptions,
+    metrics: GatewayMetrics,
+) -> None:
     """Open the runner (MCP servers start), serve until a signal, close it (they stop)."""
     async with runner as call_runner:
-        await serve(Gateway(call_runner, options), on_listening=announce)
+        await serve(Gateway(call_runner, options, metrics=metrics), on_listening=announce)
 
 
 async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> str | None:
@@ -221,7 +229,9 @@ def serve_worker(launch: WorkerLaunch) -> None:
     try:
         settings = plan.settings()
         options = gateway_options(settings, os.environ)
-        run_loop(settings, run_worker(launch, plan.runner_builder(settings), options))
+        metrics = GatewayMetrics(launch.metrics_dir)
+        runner = plan.runner_builder(settings, metrics)
+        run_loop(settings, run_worker(launch, runner, options, metrics))
     except VoicegateError as error:
         launch.report.failed(str(error))
         raise SystemExit(1) from None
@@ -308,5 +318,5 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
             f" --url {ws}{TWILIO_STREAM_PATH}"
         )
-    lines.append("  health:  /healthz, /readyz, /workers; stop with Ctrl-C or SIGTERM")
+    lines.append("  health:  /healthz, /readyz, /workers, /metrics; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)

@@ -32,6 +32,7 @@ from voicegate.engine.llm.selection import (
     UnsupportedProviderError,
     select_chat_model,
 )
+from voicegate.engine.llm.timed import timed_factory
 from voicegate.engine.llm.unavailable import unavailable_factory
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.project.loader import load_project
@@ -42,6 +43,7 @@ from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
+from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.mcp.connection import LaunchOptions
 from voicegate.mcp.runtime import declared_servers, project_tools
@@ -240,6 +242,7 @@ def build_runner(
     stores: Stores | None = None,
     tool_loops: ToolLoops | None = None,
     plane: DialoguePlane | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -247,9 +250,13 @@ def build_runner(
     :func:`open_runner`); without it the engine offers the project's local tools only.
     Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
     carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
+    With ``metrics``, the model, the synthesiser and every call's timeline feed them.
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
+    if metrics is not None:
+        model_failed = metrics.errors.labels("model").inc
+        llm = timed_factory(llm, metrics.model_first_token.observe, model_failed)
     stores = stores or open_store(settings, environ, project)
     tool_loops = tool_loops or ToolLoops()
     project_engine = ProjectEngine(
@@ -264,11 +271,15 @@ def build_runner(
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
     rate = settings.audio.session_sample_rate
+    tts = build_tts(settings.speech.tts, rate, environ)
+    if metrics is not None:
+        tts = TimedTextToSpeech(tts, metrics.tts_first_chunk.observe)
     services = CallServices(
         engine=engine,
         stt=build_stt(settings.speech.stt, environ),
-        tts=build_tts(settings.speech.tts, rate, environ),
+        tts=tts,
         media=MediaFactory(sample_rate=rate, frame_ms=settings.vad.frame_ms, vad=settings.vad),
+        observer=None if metrics is None else metrics.call_listener,
     )
     session = SessionSettings(
         frame_ms=settings.vad.frame_ms,
@@ -281,7 +292,10 @@ def build_runner(
 
 @asynccontextmanager
 async def open_runner(
-    settings: Settings, environ: Mapping[str, str] = os.environ
+    settings: Settings,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    metrics: GatewayMetrics | None = None,
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
@@ -309,6 +323,7 @@ async def open_runner(
                 stores=stores,
                 tool_loops=tool_loops,
                 plane=plane,
+                metrics=metrics,
             )
     finally:
         plane.stop()

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,8 @@ class CallServices:
     stt: SpeechToText
     tts: TextToSpeech
     media: MediaFactory
+    # Makes one more timeline listener per call (gateway/metrics.py), e.g. for metrics.
+    observer: Callable[[], Callable[[Record], None]] | None = None
 
 
 class CallSession:
@@ -108,8 +111,9 @@ class CallSession:
         # Records not yet published to the peer; _release() sends them (browser.md §5).
         self._unpublished: deque[Record] = deque()
         limits = settings.limits
+        observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=(self._unpublished.append,),
+            listeners=(self._unpublished.append, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
