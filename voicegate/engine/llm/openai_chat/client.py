@@ -16,7 +16,10 @@ scrubbed of the key before it is quoted.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import time
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -24,12 +27,14 @@ import aiohttp
 
 from voicegate.engine.llm.openai_chat.deltas import ChunkAssembler, excerpt
 from voicegate.engine.llm.openai_chat.request import request_body
+from voicegate.engine.llm.openai_chat.retry import RETRY_STATUSES, RetryPolicy, retry_after_s
 from voicegate.engine.llm.openai_chat.sse import SseParser
 from voicegate.engine.llm.port import Message, StreamItem, TextDelta
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import LLMError
 
+log = logging.getLogger(__name__)
 #: How much of an error response body is read to quote it.
 ERROR_BODY_BYTES = 4096
 
@@ -44,23 +49,23 @@ _STATUS_HINTS = {
 class OpenAIChatLLM:
     """An LLM port on an OpenAI-compatible Chat Completions endpoint."""
 
-    def __init__(self, settings: ChatModelSettings, api_key: str = "") -> None:
+    def __init__(
+        self, settings: ChatModelSettings, api_key: str = "", retry: RetryPolicy | None = None
+    ) -> None:
+        """``retry``: how 429, 5xx and connection failures are retried before the first byte
+        (default: :class:`RetryPolicy`'s; a stream that has begun is never repeated)."""
         self._settings = settings
         self._api_key = api_key
+        self._retry = RetryPolicy() if retry is None else retry
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncGenerator[StreamItem, None]:
         """Stream one model step: text deltas as they come, then the complete tool calls."""
         body = request_body(self._settings, messages, tools)
-        endpoint = self._settings.endpoint
         with self._errors_as_llm_errors():
-            async with (
-                aiohttp.ClientSession(timeout=self._timeout()) as http,
-                http.post(
-                    endpoint, json=body, headers=self._headers(), allow_redirects=False
-                ) as response,
-            ):
+            async with aiohttp.ClientSession(timeout=self._timeout()) as http:
+                response = await self._post(http, body)
                 try:
                     await self._check_response(response)
                     parser, assembler = SseParser(), ChunkAssembler()
@@ -74,6 +79,39 @@ class OpenAIChatLLM:
                         yield call
                 finally:
                     response.close()  # at once, even mid-stream: the server sees the drop
+
+    async def _post(self, http: aiohttp.ClientSession, body: object) -> aiohttp.ClientResponse:
+        """POST the request, retrying what a retry may cure within the retry budget."""
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                response = await http.post(
+                    self._settings.endpoint,
+                    json=body,
+                    headers=self._headers(),
+                    allow_redirects=False,
+                )
+            except aiohttp.ClientConnectionError as error:  # refused, reset, connect timeout
+                delay = self._retry.delay_s(attempt, time.monotonic() - started, None)
+                # A read timeout is a model too slow to answer: asking again waits as long.
+                if delay is None or isinstance(error, aiohttp.SocketTimeoutError):
+                    raise
+                cause = self._redact(f"{type(error).__name__}: {error}")
+            else:
+                if response.status not in RETRY_STATUSES:
+                    return response
+                waited = retry_after_s(response.headers.get("Retry-After"))
+                delay = self._retry.delay_s(attempt, time.monotonic() - started, waited)
+                if delay is None:
+                    return response  # reported by _check_response, with the server's text
+                response.close()
+                cause = f"HTTP {response.status}"
+            attempt += 1
+            log.warning(
+                "the model at %s failed (%s); attempt %d in %.2f s",
+                self._settings.endpoint, cause, attempt + 1, delay,
+            )  # fmt: skip
+            await asyncio.sleep(delay)
 
     @contextmanager
     def _errors_as_llm_errors(self) -> Iterator[None]:
