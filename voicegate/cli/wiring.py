@@ -286,6 +286,7 @@ def build_runner(
         send_ahead_ms=settings.playout.send_ahead_ms,
         barge_in=settings.barge_in,
         limits=settings.limits,
+        error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
 

@@ -179,6 +179,8 @@ class EngineSettings:
 
     project_dir: Path = Path("config/agent")
     llm: str = "scripted:config/agent/conversation.yml"
+    # Spoken when a turn fails (the model could not answer, even after its retries).
+    error_response: str = "Sorry, I could not get that. Could you say it again?"
 
 
 class StoreBackend(enum.Enum):

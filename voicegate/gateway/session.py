@@ -35,6 +35,7 @@ from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
     Say,
+    TurnEnded,
     TurnEvent,
     UserInput,
     event_record,
@@ -78,6 +79,9 @@ class SessionSettings:
     chunk_ms: int = 40
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
     limits: Limits = field(default_factory=Limits)
+    #: Spoken when a turn ends in error (e.g. the model failed): the caller is not left in
+    #: silence, and the call goes on (issue 18). "": say nothing.
+    error_response: str = "Sorry, I could not get that. Could you say it again?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,8 +375,8 @@ class CallSession:
             await self._apologise(stream.turn_id, epoch)
         await self._finish_turn(stream.turn_id)
 
-    async def _apologise(self, turn_id: str, epoch: int) -> None:
-        apology = Say(turn_id, self._settings.apology, "model")
+    async def _apologise(self, turn_id: str, epoch: int, text: str | None = None) -> None:
+        apology = Say(turn_id, self._settings.apology if text is None else text, "model")
         self.timeline.emit(
             self._now_ms, "say", turn_id=turn_id, text=apology.text, source="gateway"
         )
@@ -385,6 +389,14 @@ class CallSession:
         self.timeline.emit(self._now_ms, **_event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
+        elif isinstance(event, TurnEnded) and event.reason == "error":
+            await self._on_turn_failed(event, epoch)
+
+    async def _on_turn_failed(self, ended: TurnEnded, epoch: int) -> None:
+        """Log the cause and say the configured response; the call goes on."""
+        log.warning("call %s turn %s failed: %s", self._call_id, ended.turn_id, ended.detail)
+        if self._settings.error_response:
+            await self._apologise(ended.turn_id, epoch, self._settings.error_response)
 
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
