@@ -20,6 +20,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from voicegate.gateway.transport import CLOSE_INTERNAL_ERROR
 from voicegate.speech.ports import Samples, TextToSpeech
 
 #: Latency buckets (seconds): fine below a second, where voice latencies matter.
@@ -96,6 +97,8 @@ class GatewayMetrics:
         """A call ended with ``close_code``."""
         self.calls_active.labels(provider).dec()
         self.calls.labels(provider, str(close_code)).inc()
+        if close_code == CLOSE_INTERNAL_ERROR:  # the call crashed inside the gateway
+            self.errors.labels("internal").inc()
 
     def call_listener(self) -> Listener:
         """A timeline listener for one call (see :class:`CallObserver`)."""
