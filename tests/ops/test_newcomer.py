@@ -9,6 +9,7 @@ import pytest
 
 from voicegate.audio.wav import read_wav
 from voicegate.cli.main import main
+from voicegate.engine.llm.script import load_script
 from voicegate.errors import AudioFormatError
 
 
@@ -54,3 +55,11 @@ def test_an_empty_wav_says_what_is_wrong(tmp_path: Path) -> None:
         writer.setsampwidth(2)
         writer.setframerate(8000)
     assert len(read_wav(tmp_path / "ok.wav").samples) == 0
+
+
+def test_the_example_script_takes_its_own_caller_lines_and_shows_patterns_as_written() -> None:
+    root = Path(__file__).resolve().parents[2]
+    script = load_script(root / "examples/bank_balance/conversation.yml")
+    last = script.turns[-1]
+    assert last.matches("thank you goodbye")
+    assert last.expectation() == "user_matches: /\\b(no|bye|goodbye|thanks|thank you)\\b/"
