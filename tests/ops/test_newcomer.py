@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from voicegate.audio.wav import read_wav
-from voicegate.cli.main import main
+from voicegate.cli.main import build_parser, main
 from voicegate.engine.llm.script import load_script
 from voicegate.errors import AudioFormatError
 
@@ -63,3 +63,7 @@ def test_the_example_script_takes_its_own_caller_lines_and_shows_patterns_as_wri
     last = script.turns[-1]
     assert last.matches("thank you goodbye")
     assert last.expectation() == "user_matches: /\\b(no|bye|goodbye|thanks|thank you)\\b/"
+
+
+def test_the_command_list_matches_the_command_modules() -> None:
+    assert build_parser("").format_help() == build_parser().format_help()
