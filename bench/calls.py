@@ -7,7 +7,8 @@ The gateway is started as a user starts it, as a subprocess::
 
 (the demo project, scripted STT, tone TTS, default VAD; the temporary copy only points
 ``store.data_dir`` at a temporary directory and raises ``server.capacity`` and the per-address
-ingress limits to the largest level, since every caller connects from 127.0.0.1). The port is read from its ``voicegate listening on http://HOST:PORT`` banner. If
+ingress limits to the largest level, since every caller connects from 127.0.0.1). The port is
+read from its ``voicegate listening on http://HOST:PORT`` banner. If
 ``serve`` rejects ``--workers``, it is started without it and the report says so. At the end
 it gets SIGTERM and must exit 0 (``gateway.exit_codes``).
 

@@ -56,6 +56,21 @@ KNOWN_KEYS = [
     "version",
     "metadata",
     "reason",
+    # snake_case dialects (Telnyx, providers.md §b.4)
+    "stream_id",
+    "sequence_number",
+    "call_control_id",
+    "media_format",
+    "sample_rate",
+    "custom_parameters",
+    # Plivo (providers.md §b.5)
+    "streamId",
+    "callId",
+    "extra_headers",
+    # Vonage (providers.md §b.3)
+    "content-type",
+    "uuid",
+    "action",
 ]
 Path = tuple[str | int, ...]
 

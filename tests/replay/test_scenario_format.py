@@ -62,7 +62,7 @@ def test_the_caller_script_is_at_the_asked_rate() -> None:
     [
         (HEAD, "caller must be a non-empty list"),
         (HEAD + CUE + "speed: 2\n", "unknown key(s) speed"),
-        (HEAD.replace("twilio", "telnyx") + CUE, "provider must be one of"),
+        (HEAD.replace("twilio", "skype") + CUE, "provider must be one of"),
         (HEAD + CUE.replace("at_ms: 300", "at_ms: 300\n    after_bot_speech: 1"), "either"),
         (HEAD + CUE.replace("at_ms: 300", "delay_ms: 5"), "either at_ms"),
         (HEAD + CUE.replace("balance_8k", "missing"), "does not exist"),

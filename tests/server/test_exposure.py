@@ -9,16 +9,26 @@ import pytest
 from voicegate.config import Settings
 from voicegate.config.settings import (
     BrowserSettings,
+    PlivoSettings,
     ProvidersSettings,
     ServerSettings,
+    TelnyxSettings,
     TwilioSettings,
+    VonageSettings,
 )
 from voicegate.errors import ConfigError
 
 
 def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0.0") -> Settings:
     """Settings listening on ``host`` with these provider sections."""
-    providers = ProvidersSettings(twilio=twilio, browser=browser)
+    # Telnyx, Plivo and Vonage are checked in tests/server/test_provider_exposure.py.
+    providers = ProvidersSettings(
+        twilio=twilio,
+        browser=browser,
+        telnyx=TelnyxSettings(enabled=False),
+        plivo=PlivoSettings(enabled=False),
+        vonage=VonageSettings(enabled=False),
+    )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 
 

@@ -18,7 +18,10 @@ from websockets.exceptions import ConnectionClosed
 class EmulatedCaller(Protocol):
     """A provider emulation: opening messages, a tick per 20 ms, answers to gateway messages."""
 
-    now_ms: int
+    @property
+    def now_ms(self) -> int:
+        """Media time of the next tick."""
+        ...
 
     def opening(self) -> list[str]:
         """Messages that open the stream."""
@@ -32,8 +35,8 @@ class EmulatedCaller(Protocol):
         """Take a gateway message; messages to send back at once."""
         ...
 
-    def closing(self) -> str:
-        """The message that ends the stream."""
+    def closing(self) -> str | None:
+        """The message that ends the stream (None: the provider just closes the socket)."""
         ...
 
     def finished(self, deadline_ms: int) -> bool:
@@ -52,7 +55,8 @@ async def drive(
             listener = tasks.create_task(_listen(socket, caller))
             await _speak(socket, caller, speed=speed, max_ms=max_ms, listener=listener)
             if not listener.done():
-                await socket.send(caller.closing())
+                if (closing := caller.closing()) is not None:
+                    await socket.send(closing)
                 await socket.close()
         return listener.result()
 

@@ -65,13 +65,23 @@ class Playback:
         self._played += len(chunk)
         return chunk, self._due_marks(now_ms, up_to=self._played)
 
-    def clear(self, now_ms: int, bytes_per_ms: int) -> list[str]:
-        """Drop everything buffered; every pending mark is acknowledged, in order."""
+    def clear(self, now_ms: int, bytes_per_ms: int, *, drop_marks: bool = False) -> list[str]:
+        """Drop everything buffered; every pending mark is acknowledged, in order.
+
+        With ``drop_marks`` pending marks are dropped unacknowledged instead (Plivo answers
+        a checkpoint only when the audio before it was played).
+        """
         self.clears.append(now_ms)
         self.note(now_ms, "clear_received", dropped_ms=len(self._buffer) // max(1, bytes_per_ms))
         self._buffer.clear()
         self._played = self._queued
         self._playing = False
+        if drop_marks:
+            dropped = [name for _, name in self._marks]
+            self._marks.clear()
+            if dropped:
+                self.note(now_ms, "marks_dropped", names=dropped)
+            return []
         return self._due_marks(now_ms, up_to=self._queued)
 
     def note(self, now_ms: int, event: str, **fields: Any) -> None:

@@ -56,7 +56,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("input", type=Path, metavar="INPUT", help=".wav, .ulaw, .jsonl or .yml")
     parser.add_argument(
-        "--provider", choices=sorted(PROVIDER_PATHS), help="twilio (default) or browser"
+        "--provider",
+        choices=sorted(PROVIDER_PATHS),
+        help="the provider the caller emulates (default twilio; docs/protocols/)",
     )
     parser.add_argument("--url", help="a running gateway, e.g. ws://127.0.0.1:8080/twilio")
     parser.add_argument("--speed", type=float, default=1.0, help="media time per real second")

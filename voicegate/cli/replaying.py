@@ -26,22 +26,38 @@ from websockets.exceptions import WebSocketException
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.expect import unmet
+from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
 from voicegate.callers.script import CallerScript
+from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
+from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
-from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH
+from voicegate.gateway.server import (
+    BROWSER_PATH,
+    PLIVO_STREAM_PATH,
+    TELNYX_STREAM_PATH,
+    TWILIO_STREAM_PATH,
+    VONAGE_STREAM_PATH,
+)
 
-Caller = TwilioCaller | BrowserCaller
+Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
 Record = dict[str, Any]
 
-PROVIDER_PATHS = {"twilio": TWILIO_STREAM_PATH, "browser": BROWSER_PATH}
+PROVIDER_PATHS = {
+    "twilio": TWILIO_STREAM_PATH,
+    "browser": BROWSER_PATH,
+    "telnyx": TELNYX_STREAM_PATH,
+    "plivo": PLIVO_STREAM_PATH,
+    "vonage": VONAGE_STREAM_PATH,
+}
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
+TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -67,6 +83,13 @@ def new_caller(
     """An emulated caller of ``provider`` playing ``script``."""
     if provider == "browser":
         return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms)
+    if provider == "telnyx":
+        ids = {"call_control_id": call_id} if call_id else {}
+        return TelnyxCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "plivo":  # the default <Stream contentType>, audio/x-mulaw;rate=8000
+        return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "vonage":  # L16 at 16 kHz, the default content-type
+        return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
@@ -75,8 +98,8 @@ def new_caller(
 
 def caller_rate(provider: str, recording_rate: int) -> int:
     """The rate a provider's caller streams a recording of ``recording_rate`` at."""
-    if provider == "twilio":
-        return TWILIO_RATE
+    if provider in TELEPHONE_RATES:
+        return TELEPHONE_RATES[provider]
     return recording_rate if recording_rate in (8000, 16000, 24000, 48000) else BROWSER_DEFAULT_RATE
 
 
@@ -269,7 +292,7 @@ async def replay_scenario(
     """
     provider = provider or scenario.provider
     settings = scenario_settings(scenario, workdir, base)
-    script = scenario.caller_script(TWILIO_RATE if provider == "twilio" else BROWSER_DEFAULT_RATE)
+    script = scenario.caller_script(caller_rate(provider, BROWSER_DEFAULT_RATE))
     quiet_ms = round(scenario.quiet_ms * speed)  # the same wait in real time at any speed
     caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
     onsets = [cue.onset_ms for cue in scenario.cues]

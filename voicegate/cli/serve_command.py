@@ -24,6 +24,7 @@ import uvloop
 from voicegate.cli import logs, wiring
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse_settings
 from voicegate.errors import ConfigError, VoicegateError
+from voicegate.gateway import server
 from voicegate.gateway.calls import CANCEL_GRACE_S
 from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
 from voicegate.gateway.metrics import GatewayMetrics
@@ -313,6 +314,7 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
         lines.append(f"           media stream {ws}{TWILIO_STREAM_PATH}")
     if options.browser is not None:
         lines.append(f"  browser: open {base}/ (the page), or connect to {ws}{BROWSER_PATH}")
+    lines += provider_lines(options, base, ws)
     if options.twilio is not None:
         lines.append(
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
@@ -320,3 +322,17 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
         )
     lines.append("  health:  /healthz, /readyz, /workers, /metrics; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)
+
+
+def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
+    """The Telnyx, Plivo and Vonage routes of the banner (docs/protocols/NAME.md)."""
+    routes = [
+        ("telnyx", options.telnyx, server.TELNYX_WEBHOOK_PATH, server.TELNYX_STREAM_PATH),
+        ("plivo", options.plivo, server.PLIVO_WEBHOOK_PATH, server.PLIVO_STREAM_PATH),
+        ("vonage", options.vonage, server.VONAGE_WEBHOOK_PATH, server.VONAGE_STREAM_PATH),
+    ]
+    return [
+        f"  {name + ':':8} webhook {base}{webhook}, media stream {ws}{stream}"
+        for name, enabled, webhook, stream in routes
+        if enabled is not None
+    ]

@@ -1,8 +1,9 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
-One module per dialect (``twilio``, ``browser``), each a small class holding one call's
-protocol state; the events, commands and capabilities they share live in ``events``,
-``commands`` and ``base``. Codecs never do I/O and never transcode audio (design §3).
+One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``), each a
+small class holding one call's protocol state; the events, commands and capabilities they
+share live in ``events``, ``commands`` and ``base``. Codecs never do I/O and never transcode
+audio (design §3).
 """
 
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
@@ -26,7 +27,10 @@ from voicegate.codecs.events import (
     Event,
     MarkReached,
 )
+from voicegate.codecs.plivo import PlivoCodec
+from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
+from voicegate.codecs.vonage import VonageCodec
 
 __all__ = [
     "AcceptCall",
@@ -46,8 +50,11 @@ __all__ = [
     "MarkReached",
     "PausePlayback",
     "PlayAudio",
+    "PlivoCodec",
     "PublishEvent",
     "ResumePlayback",
     "SetMark",
+    "TelnyxCodec",
     "TwilioCodec",
+    "VonageCodec",
 ]

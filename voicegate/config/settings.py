@@ -22,10 +22,16 @@ from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
+    DEFAULT_PLIVO_FIELDS,
+    DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
     GatewayOptions,
+    PlivoOptions,
+    TelnyxOptions,
     TwilioOptions,
+    VonageOptions,
+    telnyx_format,
 )
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
@@ -150,11 +156,144 @@ class BrowserSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TelnyxSettings:
+    """``providers.telnyx``: the TeXML webhook and the Media Streaming route."""
+
+    enabled: bool = True
+    public_key_env: str = ""
+    stream_auth_token_env: str = ""
+    bidirectional_codec: str = "PCMU"
+    bidirectional_sampling_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        for key in ("public_key_env", "stream_auth_token_env"):
+            name = getattr(self, key)
+            if name and not _ENV_NAME.fullmatch(name):
+                raise ConfigError(f"{key} must name an environment variable, got {name!r}")
+        telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+        if any(not name for name in self.parameters):
+            raise ConfigError("parameters must not have an empty name")
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secrets this section names."""
+        names = {
+            "providers.telnyx.public_key_env": self.public_key_env,
+            "providers.telnyx.stream_auth_token_env": self.stream_auth_token_env,
+        }
+        return {path: name for path, name in names.items() if name and self.enabled}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        signed = self.public_key_env and self.stream_auth_token_env
+        if not self.enabled or self.allow_unauthenticated or signed:
+            return None
+        return "providers.telnyx needs public_key_env and stream_auth_token_env"
+
+    def options(self, secrets: Mapping[str, str]) -> TelnyxOptions:
+        """The server's Telnyx options, with the secrets the CLI resolved."""
+        return TelnyxOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            bidirectional_codec=self.bidirectional_codec,
+            bidirectional_sampling_rate=self.bidirectional_sampling_rate,
+            public_key=secrets.get("providers.telnyx.public_key_env"),
+            stream_auth_token=secrets.get("providers.telnyx.stream_auth_token_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlivoSettings:
+    """``providers.plivo``: the answer webhook and the Audio Streams route."""
+
+    enabled: bool = True
+    auth_token_env: str = ""
+    content_type: str = "audio/x-mulaw;rate=8000"
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_PLIVO_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.auth_token_env and not _ENV_NAME.fullmatch(self.auth_token_env):
+            raise ConfigError(
+                f"auth_token_env must name an environment variable, got {self.auth_token_env!r}"
+            )
+        self.options({})  # the options' own checks: content_type, extraHeaders characters
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.auth_token_env:
+            return {"providers.plivo.auth_token_env": self.auth_token_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.auth_token_env:
+            return None
+        return "providers.plivo needs auth_token_env"
+
+    def options(self, secrets: Mapping[str, str]) -> PlivoOptions:
+        """The server's Plivo options, with the secret the CLI resolved."""
+        return PlivoOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            content_type=self.content_type,
+            auth_token=secrets.get("providers.plivo.auth_token_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VonageSettings:
+    """``providers.vonage``: the answer webhook (NCCO) and the websocket route."""
+
+    enabled: bool = True
+    signature_secret_env: str = ""
+    content_type: str = "audio/l16;rate=16000"
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_VONAGE_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        name = self.signature_secret_env
+        if name and not _ENV_NAME.fullmatch(name):
+            raise ConfigError(
+                f"signature_secret_env must name an environment variable, got {name!r}"
+            )
+        self.options({})  # the options' own checks (content_type)
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.signature_secret_env:
+            return {"providers.vonage.signature_secret_env": self.signature_secret_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.signature_secret_env:
+            return None
+        return "providers.vonage needs signature_secret_env"
+
+    def options(self, secrets: Mapping[str, str]) -> VonageOptions:
+        """The server's Vonage options, with the secret the CLI resolved."""
+        return VonageOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            content_type=self.content_type,
+            signature_secret=secrets.get("providers.vonage.signature_secret_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
     twilio: TwilioSettings = field(default_factory=TwilioSettings)
     browser: BrowserSettings = field(default_factory=BrowserSettings)
+    telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
+    plivo: PlivoSettings = field(default_factory=PlivoSettings)
+    vonage: VonageSettings = field(default_factory=VonageSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +381,10 @@ class Settings:
             "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
             "server.metrics_token_env": self.server.metrics_token_env,
         }
+        providers = self.providers
+        names.update(providers.telnyx.secret_env_names())
+        names.update(providers.plivo.secret_env_names())
+        names.update(providers.vonage.secret_env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -259,6 +402,9 @@ class Settings:
             problems.append("providers.twilio needs auth_token_env and stream_secret_env")
         if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
             problems.append("providers.browser needs api_key_env")
+        for section in (self.providers.telnyx, self.providers.plivo, self.providers.vonage):
+            if (problem := section.exposure_problem()) is not None:
+                problems.append(problem)
         if problems:
             raise ConfigError(
                 f"server.host {self.server.host} accepts calls from other machines, but "
@@ -274,6 +420,7 @@ class Settings:
     ) -> GatewayOptions:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
+        telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -301,4 +448,7 @@ class Settings:
             )
             if browser.enabled
             else None,
+            telnyx=telnyx.options(secrets) if telnyx.enabled else None,
+            plivo=plivo.options(secrets) if plivo.enabled else None,
+            vonage=vonage.options(secrets) if vonage.enabled else None,
         )

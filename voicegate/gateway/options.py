@@ -12,8 +12,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
+from voicegate.codecs.plivo import plivo_format
+from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
+from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
+from voicegate.codecs.vonage import vonage_format
 from voicegate.errors import ConfigError
 from voicegate.gateway.limits import Limits
+from voicegate.gateway.telnyx_texml import public_key
+from voicegate.types import AudioFormat
 
 #: Webhook form fields forwarded by default as TwiML ``<Parameter>`` (they reach the session as
 #: ``customParameters`` of Twilio's ``start`` message, providers.md §b.1).
@@ -36,6 +42,100 @@ class TwilioOptions:
     stream_secret: str | None = field(default=None, repr=False)
     # How long a stream token stays valid after the webhook answered.
     stream_token_ttl_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class TelnyxOptions:
+    """The Telnyx routes: ``POST /telnyx/texml`` (TeXML) and the ``/telnyx`` media stream."""
+
+    # Static <Parameter name=.. value=..> pairs written into every <Stream>.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # TeXML webhook form fields copied into <Parameter>s under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_WEBHOOK_FIELDS
+    # bidirectionalCodec / bidirectionalSamplingRate: what the gateway sends back.
+    bidirectional_codec: str = "PCMU"
+    bidirectional_sampling_rate: int = 8000
+    # The account's base64 Ed25519 public key; when set, webhooks must be signed with it.
+    public_key: str | None = field(default=None, repr=False)
+    # Call Control stream_auth_token; when set, stream upgrades must carry it.
+    stream_auth_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Fail when the server is built, not on the first Telnyx call.
+        telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+        if self.public_key is not None:
+            public_key(self.public_key)
+
+    @property
+    def outbound_format(self) -> AudioFormat:
+        """The wire format of the audio sent back to Telnyx."""
+        return telnyx_format(self.bidirectional_codec, self.bidirectional_sampling_rate)
+
+
+def telnyx_format(codec: str, sample_rate: int) -> AudioFormat:
+    """The audio format a TeXML ``bidirectionalCodec`` and ``bidirectionalSamplingRate`` name."""
+    encoding = TELNYX_ENCODINGS.get(codec)
+    if encoding is None:
+        raise ConfigError(
+            f"bidirectional_codec must be one of {sorted(TELNYX_ENCODINGS)}, got {codec!r}"
+        )
+    audio_format = AudioFormat(encoding, sample_rate)
+    check_telnyx_format(audio_format)
+    return audio_format
+
+
+#: Plivo answer form fields forwarded by default as extraHeaders (CallUUID is in start).
+DEFAULT_PLIVO_FIELDS = ("From", "To")
+
+
+@dataclass(frozen=True, slots=True)
+class PlivoOptions:
+    """The Plivo routes: ``POST /plivo/answer`` (Plivo XML) and the ``/plivo`` audio stream."""
+
+    # Static extraHeaders name=value pairs (letters and digits only, Plivo's rule).
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Answer form fields copied into extraHeaders under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_PLIVO_FIELDS
+    # <Stream contentType>: the audio both ways.
+    content_type: str = "audio/x-mulaw;rate=8000"
+    # The account's auth token; when set, webhooks need a valid X-Plivo-Signature-V3 and the
+    # stream URL carries a key derived from it.
+    auth_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        plivo_format(self.content_type)  # fail when the server is built
+        for name, value in self.parameters.items():
+            if not (name + value).isascii() or not (name + value).isalnum():
+                raise ConfigError(
+                    f"plivo parameters must be letters and digits only (extraHeaders): {name!r}"
+                )
+
+    @property
+    def outbound_format(self) -> AudioFormat:
+        """The wire format of the audio sent back to Plivo (the stream's contentType)."""
+        return plivo_format(self.content_type)
+
+
+#: Vonage answer parameters forwarded by default as websocket headers.
+DEFAULT_VONAGE_FIELDS = ("uuid", "from", "to")
+
+
+@dataclass(frozen=True, slots=True)
+class VonageOptions:
+    """The Vonage routes: ``/vonage/answer`` (NCCO, GET or POST) and the ``/vonage`` socket."""
+
+    # Static websocket headers, sent back in the socket's first message.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Answer parameters copied into the headers under the same name, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_VONAGE_FIELDS
+    # The endpoint's content-type: L16 at 8000 or 16000 Hz, both ways.
+    content_type: str = "audio/l16;rate=16000"
+    # The account's signature secret; when set, webhooks need a valid signed JWT and the
+    # websocket URI carries a key derived from it.
+    signature_secret: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        vonage_format(self.content_type)  # fail when the server is built
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +178,6 @@ class GatewayOptions:
     limits: Limits = field(default_factory=Limits)
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)
+    telnyx: TelnyxOptions | None = field(default_factory=TelnyxOptions)
+    plivo: PlivoOptions | None = field(default_factory=PlivoOptions)
+    vonage: VonageOptions | None = field(default_factory=VonageOptions)

@@ -3,6 +3,12 @@
 ==========================  ============================================================
 ``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
+``GET /telnyx``             Telnyx Media Streaming WebSocket (docs/protocols/telnyx.md)
+``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
+``GET /plivo``              Plivo Audio Streams WebSocket (docs/protocols/plivo.md)
+``POST /plivo/answer``      Plivo answer webhook: Plivo XML streaming the call to ``/plivo``
+``GET /vonage``             Vonage Voice API WebSocket (docs/protocols/vonage.md)
+``GET|POST /vonage/answer`` Vonage answer webhook: an NCCO connecting the call to ``/vonage``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -26,7 +32,16 @@ from pathlib import Path
 
 from aiohttp import web
 
-from voicegate.codecs import BrowserCodec, Codec, Hangup, TwilioCodec
+from voicegate.codecs import (
+    BrowserCodec,
+    Codec,
+    Hangup,
+    PlivoCodec,
+    TelnyxCodec,
+    TwilioCodec,
+    VonageCodec,
+)
+from voicegate.gateway import plivo_xml, telnyx_texml, vonage_ncco
 from voicegate.gateway.admission import (
     Authenticator,
     RequestGuard,
@@ -57,6 +72,12 @@ log = logging.getLogger(__name__)
 TWILIO_STREAM_PATH = "/twilio"
 TWILIO_WEBHOOK_PATH = "/twilio/voice"
 BROWSER_PATH = "/browser"
+TELNYX_STREAM_PATH = telnyx_texml.STREAM_PATH
+TELNYX_WEBHOOK_PATH = TELNYX_STREAM_PATH + "/texml"
+PLIVO_STREAM_PATH = plivo_xml.STREAM_PATH
+PLIVO_WEBHOOK_PATH = PLIVO_STREAM_PATH + "/answer"
+VONAGE_STREAM_PATH = vonage_ncco.STREAM_PATH
+VONAGE_WEBHOOK_PATH = VONAGE_STREAM_PATH + "/answer"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -97,6 +118,16 @@ def build_app(
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
+    if options.telnyx is not None:
+        app.router.add_post(TELNYX_WEBHOOK_PATH, routes.telnyx_texml)
+        app.router.add_get(TELNYX_STREAM_PATH, routes.telnyx_stream)
+    if options.plivo is not None:
+        app.router.add_post(PLIVO_WEBHOOK_PATH, routes.plivo_answer)
+        app.router.add_get(PLIVO_STREAM_PATH, routes.plivo_stream)
+    if options.vonage is not None:
+        app.router.add_get(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
+        app.router.add_post(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
+        app.router.add_get(VONAGE_STREAM_PATH, routes.vonage_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -227,6 +258,58 @@ class _Routes:
             "twilio",
             lambda call_id: TwilioCodec(max_message_bytes=size),
             self._twilio_check,
+        )
+
+    async def telnyx_texml(self, request: web.Request) -> web.Response:
+        """Answer Telnyx's TeXML webhook (gateway/telnyx_texml.py)."""
+        telnyx = self._options.telnyx
+        assert telnyx is not None  # the route exists only when Telnyx is enabled
+        refusal = self._calls.refusal()
+        return await telnyx_texml.answer(
+            request, telnyx, request_base(self._options, request), refusal
+        )
+
+    async def telnyx_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Telnyx Media Streaming call."""
+        telnyx = self._options.telnyx
+        assert telnyx is not None  # the route exists only when Telnyx is enabled
+        outbound = telnyx.outbound_format
+        return telnyx_texml.stream_refusal(request, telnyx) or await self._media_call(
+            request, "telnyx", lambda call_id: TelnyxCodec(outbound_format=outbound)
+        )
+
+    async def plivo_answer(self, request: web.Request) -> web.Response:
+        """Answer Plivo's answer webhook (gateway/plivo_xml.py)."""
+        plivo = self._options.plivo
+        assert plivo is not None  # the route exists only when Plivo is enabled
+        refusal = self._calls.refusal()
+        return await plivo_xml.answer(request, plivo, request_base(self._options, request), refusal)
+
+    async def plivo_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Plivo Audio Streams call."""
+        plivo = self._options.plivo
+        assert plivo is not None  # the route exists only when Plivo is enabled
+        outbound = plivo.outbound_format
+        return plivo_xml.stream_refusal(request, plivo) or await self._media_call(
+            request, "plivo", lambda call_id: PlivoCodec(outbound_format=outbound)
+        )
+
+    async def vonage_answer(self, request: web.Request) -> web.Response:
+        """Answer Vonage's answer webhook (gateway/vonage_ncco.py)."""
+        vonage = self._options.vonage
+        assert vonage is not None  # the route exists only when Vonage is enabled
+        refusal = self._calls.refusal()
+        return await vonage_ncco.answer(
+            request, vonage, request_base(self._options, request), refusal
+        )
+
+    async def vonage_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Vonage websocket leg."""
+        vonage = self._options.vonage
+        assert vonage is not None  # the route exists only when Vonage is enabled
+        content_type = vonage.content_type
+        return vonage_ncco.stream_refusal(request, vonage) or await self._media_call(
+            request, "vonage", lambda call_id: VonageCodec(call_id, content_type=content_type)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:

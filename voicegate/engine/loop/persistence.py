@@ -96,13 +96,17 @@ class Checkpoint:
         session = self._session
         text = dumps(Snapshot(session.dialogue, session.history.snapshot(), session.turns_started))
         if text != self._last:
-            self._store.save_state(session.call.call_id, self.epoch, text)
+            self._store.save_state(session.call.memory_key, self.epoch, text)
             self._last = text
 
 
 def claim(store: CallStateStore, session: Session, resume_line: str) -> Checkpoint:
-    """Claim the call for this node; restore a state an earlier node saved (a resume)."""
-    epoch, saved = store.claim(session.call.call_id)
+    """Claim the call for this node; restore a state an earlier node saved (a resume).
+
+    Keyed by the provider's call id (``CallInfo.memory_key``), not the gateway's own id: a
+    stream that reconnects to another node gets a new gateway id for the same CallSid.
+    """
+    epoch, saved = store.claim(session.call.memory_key)
     if saved is not None:
         restore(session, loads(saved))
         session.resume_line = resume_line

@@ -1,0 +1,97 @@
+"""Provider settings (telnyx, plivo, vonage): keys, checks, secrets, options."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicegate.config import Settings
+from voicegate.config.loader import parse_settings
+from voicegate.errors import ConfigError
+from voicegate.types import AudioEncoding, AudioFormat
+
+KEY = "A" * 43 + "="  # 32 bytes of zeros, base64 (a valid Ed25519 encoding)
+
+
+def test_telnyx_settings_become_options_with_resolved_secrets() -> None:
+    settings = parse_settings(
+        "providers:\n  telnyx:\n    public_key_env: TX_KEY\n    stream_auth_token_env: TX_TOK\n"
+        "    bidirectional_codec: PCMA\n    bidirectional_sampling_rate: 16000\n"
+        "    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {
+        "providers.telnyx.public_key_env": "TX_KEY",
+        "providers.telnyx.stream_auth_token_env": "TX_TOK",
+    }
+    secrets = {
+        "providers.telnyx.public_key_env": KEY,
+        "providers.telnyx.stream_auth_token_env": "t",
+    }
+    telnyx = settings.gateway_options(secrets=secrets).telnyx
+    assert telnyx is not None
+    assert telnyx.public_key == KEY
+    assert telnyx.stream_auth_token == "t"
+    assert telnyx.outbound_format == AudioFormat(AudioEncoding.PCMA, 16000)
+    assert dict(telnyx.parameters) == {"tenant": "acme"}
+
+
+def test_disabled_telnyx_has_no_options_and_no_secrets() -> None:
+    settings = parse_settings("providers:\n  telnyx:\n    enabled: false\n    public_key_env: K\n")
+    assert settings.secret_env_names() == {}
+    assert settings.gateway_options().telnyx is None
+    assert Settings().gateway_options().telnyx is not None  # on by default, like Twilio
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("bidirectional_codec: OPUS", "providers.telnyx.bidirectional_codec: must be one of"),
+        ("bidirectional_sampling_rate: 44100", "sampling rate must be one of"),
+        ("public_key_env: 'not a name'", "providers.telnyx.public_key_env: must name"),
+    ],
+)
+def test_bad_telnyx_settings_name_the_key(yaml_text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_settings(f"providers:\n  telnyx:\n    {yaml_text}\n")
+
+
+def test_plivo_settings_become_options_with_the_resolved_token() -> None:
+    settings = parse_settings(
+        "providers:\n  plivo:\n    auth_token_env: PL_TOKEN\n"
+        "    content_type: audio/x-l16;rate=16000\n    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {"providers.plivo.auth_token_env": "PL_TOKEN"}
+    plivo = settings.gateway_options(secrets={"providers.plivo.auth_token_env": "tok"}).plivo
+    assert plivo is not None
+    assert plivo.auth_token == "tok"
+    assert plivo.outbound_format == AudioFormat(AudioEncoding.L16, 16000)
+    assert (
+        parse_settings("providers:\n  plivo:\n    enabled: false\n").gateway_options().plivo is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("content_type: audio/x-alaw;rate=8000", "providers.plivo: plivo content_type must be"),
+        ("parameters: {tenant: acme-corp}", "letters and digits only"),
+        ("auth_token_env: '1X'", "providers.plivo.auth_token_env: must name"),
+    ],
+)
+def test_bad_plivo_settings_name_the_key(yaml_text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_settings(f"providers:\n  plivo:\n    {yaml_text}\n")
+
+
+def test_vonage_settings_become_options_with_the_resolved_secret() -> None:
+    settings = parse_settings(
+        "providers:\n  vonage:\n    signature_secret_env: VG_SECRET\n"
+        "    content_type: audio/l16;rate=8000\n"
+    )
+    assert settings.secret_env_names() == {"providers.vonage.signature_secret_env": "VG_SECRET"}
+    secrets = {"providers.vonage.signature_secret_env": "s"}
+    vonage = settings.gateway_options(secrets=secrets).vonage
+    assert vonage is not None
+    assert vonage.signature_secret == "s"
+    assert vonage.content_type == "audio/l16;rate=8000"
+    with pytest.raises(ConfigError, match=r"providers\.vonage: vonage content_type must be"):
+        parse_settings("providers:\n  vonage:\n    content_type: audio/pcmu\n")
