@@ -201,8 +201,15 @@ class TimedTextToSpeech:
         """The inner engine's chunks; the first one's wall-clock delay is observed."""
         started = time.perf_counter()
         first = True
-        async for chunk in self._inner.synthesize(text):
-            if first:
-                first = False
-                self._observe(time.perf_counter() - started)
-            yield chunk
+        chunks = self._inner.synthesize(text)
+        try:
+            async for chunk in chunks:
+                if first:
+                    first = False
+                    self._observe(time.perf_counter() - started)
+                yield chunk
+        finally:
+            # A barge-in closes this stream: stop the engine at once, not at collection.
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 
 from voicegate.engine.llm.port import LLMFactory, LLMPort, Message, StreamItem
 from voicegate.engine.tools.schema import ToolSpec
@@ -32,11 +33,14 @@ class TimedLLM:
         started = time.perf_counter()
         first = True
         try:
-            async for item in self._inner.stream(messages, tools):
-                if first:
-                    first = False
-                    self._first_token(time.perf_counter() - started)
-                yield item
+            # Closed with this generator, at once: a cancelled turn must drop the model's
+            # connection now (openai_chat/client.py), not when the inner one is collected.
+            async with aclosing(self._inner.stream(messages, tools)) as items:
+                async for item in items:
+                    if first:
+                        first = False
+                        self._first_token(time.perf_counter() - started)
+                    yield item
         except LLMError:
             self._failed()
             raise
