@@ -52,7 +52,9 @@ def node_config(root: Path, name: str, project: Path, conversation: str, heard: 
         "server:\n  port: 0\n"
         f"speech:\n  stt: scripted:{folder / 'caller_lines.txt'}\n  tts: tone\n"
         f"engine:\n  project_dir: {project}\n  llm: scripted:{folder / 'conversation.yml'}\n"
-        f"store:\n  backend: redis\n  resume_line: {RESUME_LINE}\n",
+        f"store:\n  backend: redis\n  resume_line: {RESUME_LINE}\n"
+        # The second caller replays at twice real time (issue 15's pacing would drop it).
+        "limits:\n  media_max_speed: 4\n",
         encoding="utf-8",
     )
     return config
