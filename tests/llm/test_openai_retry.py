@@ -10,10 +10,10 @@ import pytest
 
 from tests.llm.chat_server import ChatServer, Reply, chunk, sse, text_chunks
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
-from voicegate.engine.llm.openai_chat.retry import RetryPolicy, retry_after_s
 from voicegate.engine.llm.port import TextDelta, UserMessage
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.errors import LLMError
+from voicegate.retry import RetryPolicy, retry_after_s
 
 FAST = RetryPolicy(attempts=3, base_s=0.01, max_s=0.02, budget_s=5.0, rng=random.Random(1))
 HELLO = [UserMessage("hello")]

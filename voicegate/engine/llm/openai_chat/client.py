@@ -16,10 +16,7 @@ scrubbed of the key before it is quoted.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import time
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -27,14 +24,13 @@ import aiohttp
 
 from voicegate.engine.llm.openai_chat.deltas import ChunkAssembler, excerpt
 from voicegate.engine.llm.openai_chat.request import request_body
-from voicegate.engine.llm.openai_chat.retry import RETRY_STATUSES, RetryPolicy, retry_after_s
 from voicegate.engine.llm.openai_chat.sse import SseParser
 from voicegate.engine.llm.port import Message, StreamItem, TextDelta
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import LLMError
+from voicegate.retry import RetryPolicy, post_retrying
 
-log = logging.getLogger(__name__)
 #: How much of an error response body is read to quote it.
 ERROR_BODY_BYTES = 4096
 
@@ -82,36 +78,14 @@ class OpenAIChatLLM:
 
     async def _post(self, http: aiohttp.ClientSession, body: object) -> aiohttp.ClientResponse:
         """POST the request, retrying what a retry may cure within the retry budget."""
-        started, attempt = time.monotonic(), 0
-        while True:
-            try:
-                response = await http.post(
-                    self._settings.endpoint,
-                    json=body,
-                    headers=self._headers(),
-                    allow_redirects=False,
-                )
-            except aiohttp.ClientConnectionError as error:  # refused, reset, connect timeout
-                delay = self._retry.delay_s(attempt, time.monotonic() - started, None)
-                # A read timeout is a model too slow to answer: asking again waits as long.
-                if delay is None or isinstance(error, aiohttp.SocketTimeoutError):
-                    raise
-                cause = self._redact(f"{type(error).__name__}: {error}")
-            else:
-                if response.status not in RETRY_STATUSES:
-                    return response
-                waited = retry_after_s(response.headers.get("Retry-After"))
-                delay = self._retry.delay_s(attempt, time.monotonic() - started, waited)
-                if delay is None:
-                    return response  # reported by _check_response, with the server's text
-                response.close()
-                cause = f"HTTP {response.status}"
-            attempt += 1
-            log.warning(
-                "the model at %s failed (%s); attempt %d in %.2f s",
-                self._settings.endpoint, cause, attempt + 1, delay,
-            )  # fmt: skip
-            await asyncio.sleep(delay)
+        return await post_retrying(
+            http,
+            self._settings.endpoint,
+            self._retry,
+            json=body,
+            headers=self._headers(),
+            redact=self._redact,
+        )
 
     @contextmanager
     def _errors_as_llm_errors(self) -> Iterator[None]:

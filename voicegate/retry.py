@@ -1,6 +1,7 @@
-"""When a failed model request is worth another try, and how long to wait before it.
+"""When a failed HTTP request to a model or speech service is worth another try, and how long
+to wait before it (the OpenAI-compatible chat client and the OpenAI speech engine use it).
 
-A caller waits in silence while the model is retried, so retries live within a time budget:
+A caller waits in silence while a request is retried, so retries live within a time budget:
 exponential backoff with jitter (AWS Architecture Blog, "Exponential Backoff And Jitter",
 the "equal jitter" variant), a ``Retry-After`` the server sends taking precedence (RFC 9110
 §10.2.3) unless it would overrun the budget, in which case the error is reported at once and
@@ -9,10 +10,19 @@ the caller hears the apology instead.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+
+log = logging.getLogger(__name__)
 
 #: Statuses a retry may cure: rate limits and the provider's own failures (OpenAI API docs,
 #: "Error codes": 429, 500, 503; gateways in front of it answer 502 and 504).
@@ -58,3 +68,41 @@ def retry_after_s(value: str | None, now: datetime | None = None) -> float | Non
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+async def post_retrying(
+    http: aiohttp.ClientSession,
+    url: str,
+    policy: RetryPolicy,
+    *,
+    json: Any,
+    headers: Mapping[str, str],
+    redact: Callable[[str], str] = str,
+) -> aiohttp.ClientResponse:
+    """POST ``json`` to ``url``, retrying what a retry may cure (:data:`RETRY_STATUSES`,
+    refused or reset connections) within ``policy``; the last response, or the last error.
+
+    A read timeout is not retried: a service too slow to answer would be as slow again.
+    ``redact`` scrubs a logged cause (e.g. of an API key).
+    """
+    started, attempt = time.monotonic(), 0
+    while True:
+        try:
+            response = await http.post(url, json=json, headers=headers, allow_redirects=False)
+        except aiohttp.ClientConnectionError as error:  # refused, reset, connect timeout
+            delay = policy.delay_s(attempt, time.monotonic() - started, None)
+            if delay is None or isinstance(error, aiohttp.SocketTimeoutError):
+                raise
+            cause = redact(f"{type(error).__name__}: {error}")
+        else:
+            if response.status not in RETRY_STATUSES:
+                return response
+            waited = retry_after_s(response.headers.get("Retry-After"))
+            delay = policy.delay_s(attempt, time.monotonic() - started, waited)
+            if delay is None:
+                return response  # the caller reports it, with the server's text
+            response.close()
+            cause = f"HTTP {response.status}"
+        attempt += 1
+        log.warning("%s failed (%s); attempt %d in %.2f s", url, cause, attempt + 1, delay)
+        await asyncio.sleep(delay)
