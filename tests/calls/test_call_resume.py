@@ -32,6 +32,7 @@ from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.options import GatewayOptions, TwilioOptions
+from voicegate.gateway.redis_registry import RedisCallRegistry, RegistryOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 
@@ -62,9 +63,12 @@ SECOND_NODE = {
 
 @contextlib.asynccontextmanager
 async def node(
-    project: Path, url: str, transcripts: list[str], turns: dict[str, Any]
+    project: Path, url: str, transcripts: list[str], turns: dict[str, Any], *, leases: bool = False
 ) -> AsyncIterator[tuple[str, SessionRunner]]:
-    """A gateway on a free port whose engine keeps memory and call state in Redis."""
+    """A gateway on a free port whose engine keeps memory and call state in Redis.
+
+    With ``leases``, the node also takes each call's lease in the shared call registry.
+    """
     store = RedisStore(url, RedisOptions("voicegate:slow_bank"))
     script = parse_script(turns, "<test>")
     tool_loops = ToolLoops()
@@ -77,11 +81,13 @@ async def node(
     )
     plane = DialoguePlane()
     plane.start()
+    registry = RedisCallRegistry(url, RegistryOptions("voicegate:slow_bank:calls", 10))
     services = CallServices(
         engine=ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),
         tts=ToneTextToSpeech(16000, ms_per_char=5),
         media=MediaFactory(),
+        leases=registry if leases else None,
     )
     runner = SessionRunner(services, SessionSettings())
     options = GatewayOptions(port=0, twilio=TwilioOptions(parameters={}))
@@ -89,6 +95,7 @@ async def node(
         async with Gateway(runner, options) as gateway:
             yield "ws" + gateway.base_url.removeprefix("http") + "/twilio", runner
     finally:
+        await registry.aclose()
         plane.stop()
         tool_loops.close()
         store.close()
@@ -147,3 +154,33 @@ async def test_a_call_cut_mid_tool_resumes_on_another_gateway(
     assert client.hget(f"voicegate:slow_bank:call:{CALL_SID}", "epoch") == "2"
     assert client.pttl(f"voicegate:slow_bank:call:{CALL_SID}") > 0
     client.close()
+
+
+async def test_a_callsid_live_on_one_node_is_refused_by_another_then_resumes_there(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(SLOW_BANK, project)
+    async with (
+        node(project, redis_server.url, ["check my balance"], FIRST_NODE, leases=True) as (
+            a,
+            runner_a,
+        ),
+        node(project, redis_server.url, ["hello?"], SECOND_NODE, leases=True) as (b, _),
+    ):
+        first = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=60_000), call_sid=CALL_SID)
+        call = asyncio.create_task(drive(a, first, speed=1.0, max_ms=70_000))
+        await until_started(project)
+        # The same CallSid on the other node while the call is live on the first: refused
+        # (1013, "call ... is live on node ..."), and the first node's call goes on.
+        twin = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=2000), call_sid=CALL_SID)
+        assert await drive(b, twin, speed=2.0, max_ms=10_000) == 1013
+        assert not call.done()
+        call.cancel()  # the first node's stream ends: its lease is given back
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        await finished_timeline(runner_a)
+        again = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=4000), call_sid=CALL_SID)
+        assert await drive(b, again, speed=2.0, max_ms=30_000) == 1000
+    assert tool_record(project).count("finished") == 1  # resumed on the second node

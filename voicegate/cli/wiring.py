@@ -13,6 +13,7 @@ are read here from ``DEEPGRAM_API_KEY`` and ``OPENAI_API_KEY``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -20,8 +21,9 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from voicegate.cli.stores import Stores, open_stores
+from voicegate.cli.stores import Stores, open_stores, redis_url
 from voicegate.config import Settings
+from voicegate.config.settings import StoreBackend
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
 from voicegate.engine.llm.rules import rules_factory
@@ -44,7 +46,9 @@ from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
+from voicegate.gateway.redis_registry import RedisCallRegistry, RegistryOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
+from voicegate.gateway.transport import CallLeases
 from voicegate.mcp.connection import LaunchOptions
 from voicegate.mcp.runtime import declared_servers, project_tools
 from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
@@ -243,6 +247,7 @@ def build_runner(
     tool_loops: ToolLoops | None = None,
     plane: DialoguePlane | None = None,
     metrics: GatewayMetrics | None = None,
+    leases: CallLeases | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -280,6 +285,7 @@ def build_runner(
         tts=tts,
         media=MediaFactory(sample_rate=rate, frame_ms=settings.vad.frame_ms, vad=settings.vad),
         observer=None if metrics is None else metrics.call_listener,
+        leases=leases,
     )
     session = SessionSettings(
         frame_ms=settings.vad.frame_ms,
@@ -315,7 +321,10 @@ async def open_runner(
     plane = DialoguePlane()
     plane.start()
     try:
-        async with plane.hosting(project_tools(project, servers, launch)) as catalog:
+        async with (
+            plane.hosting(project_tools(project, servers, launch)) as catalog,
+            call_leases(settings, environ, project) as leases,
+        ):
             yield build_runner(
                 settings,
                 environ,
@@ -325,6 +334,7 @@ async def open_runner(
                 tool_loops=tool_loops,
                 plane=plane,
                 metrics=metrics,
+                leases=leases,
             )
     finally:
         plane.stop()
@@ -332,10 +342,42 @@ async def open_runner(
         stores.close()  # every write was already committed; this releases the file
 
 
+@asynccontextmanager
+async def call_leases(
+    settings: Settings, environ: Mapping[str, str], project: Project
+) -> AsyncIterator[RedisCallRegistry | None]:
+    """With ``store.backend: redis``, the registry of live calls shared by every node.
+
+    One live session per provider call id across nodes and a global ``server.capacity``
+    (issue 13); this node's leases are renewed until it stops (a lost node's lapse).
+    """
+    if settings.store.backend is not StoreBackend.REDIS:
+        yield None
+        return
+    namespace = f"{settings.store.key_prefix}:{project_name(project)}:calls"
+    options = RegistryOptions(
+        namespace, settings.server.capacity, timeout_s=settings.store.timeout_s
+    )
+    registry = RedisCallRegistry(redis_url(settings.store, environ), options)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            renewing = tasks.create_task(registry.keep_alive(), name="call leases")
+            try:
+                yield registry
+            finally:
+                renewing.cancel()
+    finally:
+        await registry.aclose()
+
+
 def open_store(settings: Settings, environ: Mapping[str, str], project: Project) -> Stores:
     """Memory and call state, in SQLite or Redis per ``store.backend`` (issue 13).
 
     Redis keys are namespaced by the project's ``agent_id``, or its folder's name.
     """
-    name = project.agent.agent_id or (project.root.name if project.root else "project")
-    return open_stores(settings.store, environ, name)
+    return open_stores(settings.store, environ, project_name(project))
+
+
+def project_name(project: Project) -> str:
+    """What Redis keys are namespaced by: the project's ``agent_id``, or its folder's name."""
+    return project.agent.agent_id or (project.root.name if project.root else "project")

@@ -26,7 +26,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
@@ -83,18 +83,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 """
-
-
-class CallLeases(Protocol):
-    """Admission of calls by provider call id, across every node of a deployment."""
-
-    async def acquire(self, call_id: str) -> Refusal | None:
-        """Take the call's lease, or say why not (live elsewhere, full, registry down)."""
-        ...
-
-    async def release(self, call_id: str) -> None:
-        """Give the call's lease back (the call ended on this node)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

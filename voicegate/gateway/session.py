@@ -53,6 +53,8 @@ from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
     CallGate,
+    CallLeases,
+    Refusal,
     Transport,
     close_code_for,
 )
@@ -94,6 +96,8 @@ class CallServices:
     media: MediaFactory
     # Makes one more timeline listener per call (gateway/metrics.py), e.g. for metrics.
     observer: Callable[[], Callable[[Record], None]] | None = None
+    #: One live session per provider call id across every node (issue 13; Redis), if set.
+    leases: CallLeases | None = None
 
 
 class CallSession:
@@ -123,6 +127,7 @@ class CallSession:
         )
         self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
         self._engine_open = False
+        self._leased = ""
         self._state = bargein.BargeInState()
         self._now_ms: MediaMs = 0
         self._call_id = ""
@@ -150,6 +155,8 @@ class CallSession:
                     await self._shutdown()
         finally:
             self._record_pacing()
+            if self._leased and self._services.leases is not None:
+                await self._services.leases.release(self._leased)
             if self._engine_open:
                 # Keyed by the gateway's own id: this call's cleanup can never close another
                 # call's engine session, whatever CallSid the peer sent (issue 15 #1).
@@ -204,7 +211,7 @@ class CallSession:
 
     async def _start(self, started: CallStarted) -> bool:
         """Take a call slot and open the call; False if the gateway refuses it."""
-        refusal = self._gate.started(started)
+        refusal = self._gate.started(started) or await self._lease(started)
         if refusal is not None:
             self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
             with contextlib.suppress(LocalProtocolError):
@@ -232,6 +239,17 @@ class CallSession:
         assert self._tasks is not None
         self._tasks.create_task(self._read_transcripts(self._stt))
         return True
+
+    async def _lease(self, started: CallStarted) -> Refusal | None:
+        """Take the call's lease across nodes, when the deployment shares a registry."""
+        leases = self._services.leases
+        if leases is None:
+            return None
+        provider_id = started.call_id or started.stream_id
+        refusal = await leases.acquire(provider_id)
+        if refusal is None:
+            self._leased = provider_id
+        return refusal
 
     def _record_pacing(self) -> None:
         """One record for all audio dropped by pacing, not one per message."""

@@ -69,6 +69,18 @@ class CallGate(Protocol):
         ...
 
 
+class CallLeases(Protocol):
+    """Admission of calls by provider call id, across every node of a deployment."""
+
+    async def acquire(self, call_id: str) -> Refusal | None:
+        """Take the call's lease, or say why not (live elsewhere, full, registry down)."""
+        ...
+
+    async def release(self, call_id: str) -> None:
+        """Give the call's lease back (the call ended on this node)."""
+        ...
+
+
 class CallRunner(Protocol):
     """Runs one call over a transport with a codec until the call ends."""
 
