@@ -60,6 +60,9 @@ class _LevelStream:
     def speech_ended(self, at_ms: MediaMs) -> None:
         self._inner.speech_ended(at_ms)
 
+    def speech_paused(self, at_ms: MediaMs) -> None:
+        self._inner.speech_paused(at_ms)
+
     def results(self) -> AsyncIterator[TranscriptResult]:
         return self._inner.results()
 

@@ -27,6 +27,7 @@ from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOpti
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import TextToSpeech
+from voicegate.turns.tracker import TurnFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIO = ROOT / "fixtures" / "audio"
@@ -85,6 +86,8 @@ async def gateway_for(
     conversation: str = "conversation.yml",
     settings: SessionSettings | None = None,
     tts: TextToSpeech | None = None,
+    media: MediaFactory | None = None,
+    turns: TurnFactory | None = None,
     limits: Limits = FAST_REPLAY_LIMITS,
     options: GatewayOptions | None = None,
 ) -> AsyncIterator[CallWorld]:
@@ -105,7 +108,8 @@ async def gateway_for(
         engine=ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
-        media=MediaFactory(),
+        media=media or MediaFactory(),
+        turns=turns or TurnFactory(),
     )
     runner = SessionRunner(services, replace(settings or SessionSettings(), limits=limits))
     options = options or GatewayOptions(

@@ -145,7 +145,7 @@ def test_thinking_interruptions_can_be_disabled() -> None:
 
 def test_speech_while_speaking_pauses_then_confirms() -> None:
     state, actions = run([SpeechStarted(now_ms=2060, onset_ms=2000)], state=speaking_bot())
-    assert actions == [PausePlayout()]
+    assert actions == [PausePlayout(flush=True)]
     assert state.phase is Phase.PAUSED
     state, actions = run([Tick(now_ms=2200)], state=state)
     assert actions == [
@@ -233,7 +233,7 @@ def test_echo_guard_needs_more_speech_right_after_bot_audio_starts() -> None:
 def test_playout_that_starts_while_the_caller_talks_is_paused() -> None:
     state, _ = run([*caller_turn(), SpeechStarted(now_ms=1060, onset_ms=1000)])
     state, actions = run([PlayoutStarted(now_ms=1100)], state=state)
-    assert actions == [PausePlayout()]
+    assert actions == [PausePlayout(flush=True)]
     assert state.phase is Phase.PAUSED
 
 

@@ -187,3 +187,18 @@ def test_the_shipped_defaults_answer_a_recorded_caller_with_real_speech(tmp_path
     assert "balance" in final["text"].lower()
     heard = next(r for r in timeline if r["event"] == "heard")
     assert heard["text"].endswith(DEMO_ANSWER)
+
+
+def test_the_echo_loopback_feeds_the_bot_back_to_the_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = str(WIRE / "twilio" / "festival_balance_8k.ulaw")
+    echo = ["--echo-delay-ms", "150", "--echo-gain-db", "-20"]
+    assert replay(source, "--out", str(tmp_path), *FAST, *echo) == 0
+    timeline = check_demo_call(tmp_path, 8000)  # the bot was not interrupted by itself
+    assert "interruption" not in events(timeline)
+    wav = read_call_wav(tmp_path / "call.wav")
+    echoed = loud_ms(wav.caller, 8000, threshold=100)  # the quiet tone, 20 dB down
+    assert echoed > loud_ms(wav.bot, 8000) // 2
+    assert replay(source, "--echo-delay-ms", "-1") == 1
+    assert "--echo-delay-ms" in capsys.readouterr().err

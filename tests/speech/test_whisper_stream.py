@@ -197,3 +197,42 @@ async def test_an_interim_still_decoding_when_speech_ends_is_not_reported() -> N
     transcriber.gate.release()
     assert await interim == TranscriptResult("heard 200 ms", True, 200)
     await stream.aclose()
+
+
+async def test_the_pause_decode_becomes_the_final_without_decoding_again() -> None:
+    transcriber = GatedTranscriber()
+    stream = WhisperSpeechToText(transcriber, StreamOptions(interim_interval_ms=0)).open(16000)
+    results = stream.results()
+    stream.speech_started(0)
+    for n in range(1, 41):
+        stream.push(SILENCE, n * 20)
+    stream.speech_paused(600)  # speech stopped at 600 ms; 200 ms of pause so far
+    transcriber.gate.release()
+    assert await anext(results) == TranscriptResult("heard 800 ms", False, 800)
+    for n in range(41, 51):  # the end-of-turn wait
+        stream.push(SILENCE, n * 20)
+    stream.speech_ended(600)
+    assert await anext(results) == TranscriptResult("heard 800 ms", True, 600)
+    decodes = 0
+    while transcriber.started.acquire(blocking=False):
+        decodes += 1
+    assert decodes == 1
+    await stream.aclose()
+
+
+async def test_speech_after_the_pause_decode_is_decoded_for_the_final() -> None:
+    transcriber = GatedTranscriber()
+    stream = WhisperSpeechToText(transcriber, StreamOptions(interim_interval_ms=0)).open(16000)
+    results = stream.results()
+    stream.speech_started(0)
+    for n in range(1, 41):
+        stream.push(SILENCE, n * 20)
+    stream.speech_paused(600)
+    transcriber.gate.release()
+    assert (await anext(results)).text == "heard 800 ms"
+    for n in range(41, 81):  # the caller went on after the pause
+        stream.push(SILENCE, n * 20)
+    stream.speech_ended(1400)
+    transcriber.gate.release()
+    assert await anext(results) == TranscriptResult("heard 1600 ms", True, 1400)
+    await stream.aclose()

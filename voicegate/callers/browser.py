@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le, silence
-from voicegate.audio.resample import resample_all
+from voicegate.audio.resample import StreamResampler, resample_all
+from voicegate.callers.echo import EchoPath
 from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.playback import Playback
 from voicegate.callers.script import CallerScript
@@ -40,12 +41,15 @@ class BrowserCaller:
         *,
         metadata: Mapping[str, Any] | None = None,
         quiet_ms: int | None = None,
+        echo: EchoPath | None = None,
     ) -> None:
         if script.sample_rate not in SAMPLE_RATES:
             raise ValueError(f"a browser caller captures at one of {SAMPLE_RATES} Hz")
         self._script = script
         self._metadata = dict(metadata or {})
         self._quiet_ms = quiet_ms  # see callers/hangup.py; None: hang up once the script ends
+        self._echo = echo  # the bot's voice coming back into the microphone (callers/echo.py)
+        self._echo_resampler: StreamResampler | None = None
         self._playback = Playback()
         self._output_rate: int | None = None
         self._started_at_ms = 0  # bot audio can only play from here on
@@ -93,6 +97,10 @@ class BrowserCaller:
         """Advance 20 ms: play bot audio, acknowledge marks now played, send microphone audio."""
         echoes = self._play_frame()
         samples = self._script.frame(self.now_ms, FRAME_MS, self.bot_started_ms)
+        if self._echo is not None:
+            if self._output_rate is None:  # nothing plays before ``started``: silence heard
+                self._echo.heard(silence(len(samples)))
+            samples = self._echo.mix(samples)
         frame = samples_to_pcm16le(samples)
         self.caller_track += frame
         self.now_ms += FRAME_MS
@@ -166,8 +174,20 @@ class BrowserCaller:
             return []
         frame_bytes = self._bytes_per_ms() * FRAME_MS
         chunk, played = self._playback.play(self.now_ms, frame_bytes)
-        self.bot_track += chunk + bytes(frame_bytes - len(chunk))
+        heard = chunk + bytes(frame_bytes - len(chunk))
+        self.bot_track += heard
+        if self._echo is not None:
+            self._echo.heard(self._at_capture_rate(pcm16le_to_samples(heard)))
         return self._acks(played)
+
+    def _at_capture_rate(self, samples: Samples) -> Samples:
+        """Bot audio (output rate) as the microphone picks it up (capture rate)."""
+        rate = self._output_rate or self.sample_rate
+        if rate == self.sample_rate:
+            return samples
+        if self._echo_resampler is None:
+            self._echo_resampler = StreamResampler(rate, self.sample_rate)
+        return self._echo_resampler.push(samples)
 
     def _bytes_per_ms(self) -> int:
         return (self._output_rate or 0) * _PCM16_BYTES // 1000

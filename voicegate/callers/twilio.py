@@ -20,6 +20,7 @@ from typing import Any
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples
+from voicegate.callers.echo import EchoPath
 from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.script import CallerScript
 from voicegate.errors import RemoteProtocolError
@@ -43,6 +44,7 @@ class TwilioCaller:
         stream_sid: str = "MZ00000000000000000000000000000042",
         parameters: dict[str, str] | None = None,
         quiet_ms: int | None = None,
+        echo: EchoPath | None = None,
     ) -> None:
         if script.sample_rate != SAMPLE_RATE:
             raise ValueError("a Twilio caller's script must be at 8000 Hz")
@@ -51,6 +53,7 @@ class TwilioCaller:
         self._stream_sid = stream_sid
         self._parameters = parameters or {}
         self._quiet_ms = quiet_ms  # see callers/hangup.py; None: hang up once the script ends
+        self._echo = echo  # the bot's voice coming back into the microphone (callers/echo.py)
         self._buffer = bytearray()  # bot audio waiting to be played
         self._marks: deque[tuple[int, str]] = deque()  # (byte position, name)
         self._queued = 0  # bytes of bot audio received, ever
@@ -91,6 +94,8 @@ class TwilioCaller:
         """Advance 20 ms: play bot audio, echo marks now played, send caller audio."""
         echoes = self._play_frame()
         samples = self._script.frame(self.now_ms, FRAME_MS, self.bot_started_ms)
+        if self._echo is not None:
+            samples = self._echo.mix(samples)
         frame = samples_to_ulaw_bytes(samples)
         self.caller_track += frame
         media = {
@@ -156,7 +161,10 @@ class TwilioCaller:
             self._observe("bot_audio_drained")
         self._playing = bool(chunk)
         self._played += len(chunk)
-        self.bot_track += chunk + _SILENT_FRAME[len(chunk) :]
+        played = chunk + _SILENT_FRAME[len(chunk) :]
+        self.bot_track += played
+        if self._echo is not None:
+            self._echo.heard(ulaw_bytes_to_samples(played))
         return self._echo_marks(up_to=self._played)
 
     def _clear(self) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voicegate.callers.echo import EchoPath
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
@@ -75,6 +76,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--max-ms", type=int, default=DEFAULT_MAX_MS, help="hang up at this media time at most"
     )
+    parser.add_argument(
+        "--echo-delay-ms",
+        type=int,
+        help="acoustic echo loopback: mix the bot audio the caller hears back into what the "
+        "caller sends, this many ms later, band-limited to 300-3400 Hz",
+    )
+    parser.add_argument(
+        "--echo-gain-db", type=float, default=-20.0, help="level of that echo (default -20 dB)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -107,6 +117,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
         call_id=recording.call_id,
         parameters=recording.parameters,
         quiet_ms=math.ceil(args.tail_ms * args.speed),  # real time: tools run on the wall clock
+        echo=_echo(args, rate),
     )
     if args.url:
         url = stream_url(args.url, provider)
@@ -155,12 +166,21 @@ def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     return 1 if unmet else 0
 
 
+def _echo(args: argparse.Namespace, rate: int) -> EchoPath | None:
+    """The echo loopback the options ask for, if any."""
+    if args.echo_delay_ms is None:
+        return None
+    return EchoPath(rate, delay_ms=args.echo_delay_ms, gain_db=args.echo_gain_db)
+
+
 def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
     if not args.speed > 0 or not math.isfinite(args.speed):
         raise ConfigError(f"--speed must be a positive number, got {args.speed}")
+    if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
+        raise ConfigError("--echo-delay-ms must not be negative")
     if args.tail_ms < 0 or args.max_ms <= 0:
         raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
     if args.url:

@@ -25,6 +25,7 @@ from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
+from voicegate.callers.echo import EchoPath
 from voicegate.callers.expect import unmet
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
@@ -79,10 +80,11 @@ def new_caller(
     call_id: str = "",
     parameters: Mapping[str, str] | None = None,
     quiet_ms: int | None = None,
+    echo: EchoPath | None = None,
 ) -> Caller:
     """An emulated caller of ``provider`` playing ``script``."""
     if provider == "browser":
-        return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms)
+        return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms, echo=echo)
     if provider == "telnyx":
         ids = {"call_control_id": call_id} if call_id else {}
         return TelnyxCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
@@ -93,7 +95,9 @@ def new_caller(
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
-    return TwilioCaller(script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, **ids)
+    return TwilioCaller(
+        script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, echo=echo, **ids
+    )
 
 
 def caller_rate(provider: str, recording_rate: int) -> int:
@@ -266,6 +270,11 @@ def scenario_settings(scenario: Scenario, workdir: Path, base: Settings | None =
         llm = project / llm.resolve().relative_to(scenario.project.resolve())
     transcripts = workdir / "transcripts.txt"
     transcripts.write_text("".join(line + "\n" for line in scenario.transcripts()), "utf-8")
+    if not scenario.config:
+        # The end-of-turn model answers on the wall clock, so its verdicts land at media times
+        # that vary with the machine's load: a scenario keeps the VAD's pause unless it asks.
+        eot = replace(base.turns.end_of_turn, model="none")
+        base = replace(base, turns=replace(base.turns, end_of_turn=eot))
     return replace(
         with_fresh_store(base, workdir / "data"),
         engine=replace(base.engine, project_dir=project, llm=f"scripted:{llm}"),

@@ -63,6 +63,9 @@ from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText
 from voicegate.speech.remote.openai_tts import OpenAISpeechOptions, OpenAITextToSpeech
+from voicegate.turns.settings import TurnSettings
+from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
+from voicegate.turns.tracker import TurnFactory
 
 
 def split_spec(spec: str, key: str) -> tuple[str, str]:
@@ -279,11 +282,16 @@ def build_runner(
     tts = build_tts(settings.speech.tts, rate, environ)
     if metrics is not None:
         tts = TimedTextToSpeech(tts, metrics.tts_first_chunk.observe)
+    vad = settings.vad
+    if settings.turns.end_of_turn.uses_model:
+        # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
+        vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
     services = CallServices(
         engine=engine,
         stt=build_stt(settings.speech.stt, environ),
         tts=tts,
-        media=MediaFactory(sample_rate=rate, frame_ms=settings.vad.frame_ms, vad=settings.vad),
+        media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
+        turns=build_turns(settings.turns),
         observer=None if metrics is None else metrics.call_listener,
         leases=leases,
     )
@@ -295,6 +303,15 @@ def build_runner(
         error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
+
+
+def build_turns(settings: TurnSettings) -> TurnFactory:
+    """The end-of-turn model, loaded once for every call, with the turn-taking settings."""
+    eot = settings.end_of_turn
+    if not eot.uses_model:
+        return TurnFactory(settings)
+    model = SmartTurnModel(eot.model_path(bundled_model_path()), workers=eot.workers)
+    return TurnFactory(settings, model)
 
 
 @asynccontextmanager

@@ -33,6 +33,7 @@ from voicegate.gateway.options import (
     VonageOptions,
     telnyx_format,
 )
+from voicegate.turns.settings import TurnSettings
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
 
@@ -364,6 +365,7 @@ class Settings:
     providers: ProvidersSettings = field(default_factory=ProvidersSettings)
     vad: VadSettings = field(default_factory=VadSettings)
     barge_in: BargeInPolicy = field(default_factory=BargeInPolicy)
+    turns: TurnSettings = field(default_factory=TurnSettings)
     playout: PlayoutSettings = field(default_factory=PlayoutSettings)
     speech: SpeechSettings = field(default_factory=SpeechSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)

@@ -56,6 +56,10 @@ class BargeInPolicy:
     # Echo guard: speech that starts within this long after bot audio starts is more likely
     # the bot's own echo than the caller, so it needs this much extra speech to confirm.
     echo_guard_ms: int = 0
+    # Issue 14 §3: at detection, clear the provider's buffer as well as pausing, so the
+    # caller stops hearing the bot at once; a false interruption resumes from the first
+    # unheard sample. False: only stop sending (the provider plays out what it holds).
+    flush_on_detection: bool = True
 
 
 # --- inputs -----------------------------------------------------------------------------------
@@ -71,9 +75,14 @@ class SpeechStarted:
 
 @dataclass(frozen=True, slots=True)
 class SpeechEnded:
-    """The VAD declared the end of caller speech."""
+    """The end of caller speech was declared at ``now_ms``; the speech stopped at ``end_ms``.
+
+    The two differ by the silence that proved it (the VAD's pause, and the end-of-turn wait):
+    a candidate interruption is measured to ``end_ms``, so that wait never lengthens it.
+    """
 
     now_ms: MediaMs
+    end_ms: MediaMs | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +165,10 @@ class CancelTurn:
 
 @dataclass(frozen=True, slots=True)
 class PausePlayout:
-    """Possible interruption: stop sending bot audio (pause at the provider where it can)."""
+    """Possible interruption: stop sending bot audio; with ``flush``, clear what the provider
+    holds too (kept to resume from its first unheard sample)."""
+
+    flush: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +284,7 @@ def _bookkeeping(state: BargeInState, event: Event, policy: BargeInPolicy) -> St
         case TurnEnded():
             return _on_turn_ended(state), []
         case PlayoutStarted(now_ms=now, interruptible=interruptible):
-            return _on_playout_started(state, now, interruptible)
+            return _on_playout_started(state, now, interruptible, policy)
         case PlayoutDrained():
             return _on_playout_drained(state), []
         case Dtmf(digits=digits) if not state.turn_running:
@@ -288,11 +300,14 @@ def _on_turn_ended(state: BargeInState) -> BargeInState:
     return ended
 
 
-def _on_playout_started(state: BargeInState, now_ms: MediaMs, interruptible: bool) -> Step:
+def _on_playout_started(
+    state: BargeInState, now_ms: MediaMs, interruptible: bool, policy: BargeInPolicy
+) -> Step:
     playing = replace(state, playing=True, interruptible=interruptible, playout_started_ms=now_ms)
     if state.candidate is not None and interruptible:
         # The caller is already talking: do not start speaking over them until decided.
-        return replace(playing, phase=Phase.PAUSED), [PausePlayout()]
+        # The release that started playout already sent its first frames: clear them too.
+        return replace(playing, phase=Phase.PAUSED), [PausePlayout(policy.flush_on_detection)]
     if state.phase in (Phase.IDLE, Phase.BOT_THINKING):
         return replace(playing, phase=Phase.BOT_SPEAKING), []
     return playing, []
@@ -320,7 +335,8 @@ def _on_bot_speech(state: BargeInState, event: Event, policy: BargeInPolicy) -> 
         return state, []
     candidate = Candidate(event.onset_ms, needed_ms=_echo_allowance(state, event, policy))
     if state.phase is Phase.BOT_SPEAKING:
-        return replace(state, phase=Phase.PAUSED, candidate=candidate), [PausePlayout()]
+        pause = PausePlayout(policy.flush_on_detection)
+        return replace(state, phase=Phase.PAUSED, candidate=candidate), [pause]
     return replace(state, candidate=candidate), []
 
 
@@ -337,8 +353,8 @@ def _on_candidate_event(state: BargeInState, event: Event, policy: BargeInPolicy
         return _bookkeeping(state, event, policy)
     actions: list[Action] = []
     match event:
-        case SpeechEnded(now_ms=now):
-            candidate = replace(state.candidate, ended_ms=now)
+        case SpeechEnded(now_ms=now, end_ms=end):
+            candidate = replace(state.candidate, ended_ms=now if end is None else end)
             state = replace(state, user_speaking=False, candidate=candidate)
         case Transcript(text=text, final=final):
             state = _count_candidate_words(state, text, final, policy)

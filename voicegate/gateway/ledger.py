@@ -54,6 +54,7 @@ class PlayoutLedger:
         self._settled: set[str] = set()
         self._playing_since_ms: MediaMs | None = None
         self._count = 0
+        self._cut_turns: set[str] = set()  # turns holding a heard prefix from a cut
 
     def enqueue(self, turn_id: str, text: str, duration_ms: int, now_ms: MediaMs) -> Segment:
         """Record a segment about to be sent; returns it with the mark name to send after it."""
@@ -89,10 +90,32 @@ class PlayoutLedger:
         self._playing_since_ms = now_ms if self._in_flight else None
         return settled
 
+    def cut(self, now_ms: MediaMs) -> list[tuple[Segment, int]]:
+        """A flush that may be undone: every segment in flight with the ms of it heard.
+
+        The playing segment's heard words are kept; its turn stays open, because the caller
+        hears the rest (re-sent as new segments) if the interruption turns out false.
+        """
+        partial_ms = 0 if self._playing_since_ms is None else now_ms - self._playing_since_ms
+        cut: list[tuple[Segment, int]] = []
+        for index, segment in enumerate(self._in_flight):
+            played_ms = max(0, min(partial_ms, segment.duration_ms)) if index == 0 else 0
+            heard = truncate(segment.text, played_ms, segment)
+            if heard:
+                self._heard(segment).heard.append(heard)
+            self._flushed_marks.add(segment.mark)
+            self._heard(segment).outstanding -= 1
+            self._cut_turns.add(segment.turn_id)
+            cut.append((segment, played_ms))
+        self._in_flight.clear()
+        self._playing_since_ms = None
+        return cut
+
     def flush(self, now_ms: MediaMs) -> list[TurnHeard]:
         """A flush was sent: the playing segment was cut at ``now_ms``, the rest never heard."""
         partial_ms = 0 if self._playing_since_ms is None else now_ms - self._playing_since_ms
-        turns: list[str] = []
+        turns = [t for t in self._cut_turns if t in self._turns]  # heard up to an earlier cut
+        self._cut_turns.clear()
         for index, segment in enumerate(self._in_flight):
             if index == 0:
                 self._heard(segment).heard.append(truncate(segment.text, partial_ms, segment))
@@ -124,8 +147,15 @@ class PlayoutLedger:
             return None
         del self._turns[turn_id]
         self._settled.add(turn_id)
+        self._cut_turns.discard(turn_id)
         text = " ".join(part for part in account.heard if part)
         return TurnHeard(turn_id, text, interrupted)
+
+
+def remainder(text: str, played_ms: int, segment: Segment) -> str:
+    """The words of ``text`` after those :func:`truncate` counts as heard."""
+    heard = len(truncate(text, played_ms, segment).split())
+    return " ".join(text.split()[heard:])
 
 
 def truncate(text: str, played_ms: int, segment: Segment) -> str:

@@ -22,10 +22,10 @@ Pure and synchronous: it returns codec commands, the session sends them.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from voicegate.codecs import ClearAudio, Command, PlayAudio, SetMark
-from voicegate.gateway.ledger import PlayoutLedger, TurnHeard
+from voicegate.gateway.ledger import PlayoutLedger, Segment, TurnHeard, remainder
 from voicegate.types import MediaMs
 
 
@@ -81,6 +81,9 @@ class Playout:
         self._paused = False
         self._speaking = False
         self.ledger = PlayoutLedger()
+        # The segments in the ledger's flight, with their audio, so a cut can re-queue them.
+        self._unacked: deque[tuple[str, QueuedSegment]] = deque()
+        self._cleared = False  # a cut cleared the provider and nothing was sent since
 
     @property
     def epoch(self) -> int:
@@ -125,11 +128,13 @@ class Playout:
         head = self._queue[0]
         if self._offset == 0:
             duration = len(head.payload) // self._bytes_per_ms
-            self.ledger.enqueue(head.turn_id, head.text, duration, now_ms)
+            sent = self.ledger.enqueue(head.turn_id, head.text, duration, now_ms)
+            self._unacked.append((sent.mark, head))
         frame_bytes = self._chunk_ms * self._bytes_per_ms
         chunk = head.payload[self._offset : self._offset + frame_bytes]
         self._offset += len(chunk)
         self._sent_until_ms += len(chunk) // self._bytes_per_ms
+        self._cleared = False
         commands: list[Command] = [PlayAudio(chunk)]
         if self._offset >= len(head.payload):
             self._queue.popleft()
@@ -140,7 +145,38 @@ class Playout:
     def mark_reached(self, name: str, now_ms: MediaMs) -> tuple[TurnHeard | None, PlayoutNews]:
         """The provider played (or cleared) audio up to mark ``name``."""
         heard = self.ledger.acknowledge(name, now_ms)
+        if any(mark == name for mark, _ in self._unacked):
+            while self._unacked and self._unacked.popleft()[0] != name:
+                pass
         return heard, self._drain_news()
+
+    def cut(self, now_ms: MediaMs) -> list[Command]:
+        """Caller speech detected: clear the provider now and pause, keeping what is unheard.
+
+        Issue 14 §3: the caller stops hearing the bot at detection. The audio the provider
+        dropped is queued again from its first unheard sample (the ledger's playback
+        estimate), so :meth:`resume` after a false interruption loses and repeats nothing.
+        """
+        cut = self.ledger.cut(now_ms)
+        again = [
+            self._rest(queued, segment, played)
+            for (segment, played), (_, queued) in zip(cut, self._unacked, strict=True)
+        ]
+        if self._offset:  # the head was being sent: it is in flight, so re-queued above
+            self._queue.popleft()
+            self._offset = 0
+        self._queue.extendleft(reversed([s for s in again if s.payload]))
+        self._unacked.clear()
+        self._sent_until_ms = now_ms
+        self._paused = True
+        self._cleared = True
+        return [ClearAudio()]
+
+    def _rest(self, queued: QueuedSegment, segment: Segment, played_ms: int) -> QueuedSegment:
+        """What the caller has not heard of a segment cut after ``played_ms``."""
+        start = min(len(queued.payload), played_ms * self._bytes_per_ms)
+        text = remainder(queued.text, played_ms, segment)
+        return replace(queued, payload=queued.payload[start:], text=text)
 
     def flush(self, new_epoch: int, now_ms: MediaMs) -> tuple[list[Command], list[TurnHeard]]:
         """A confirmed interruption: drop queued audio, clear the provider, settle the ledger."""
@@ -150,7 +186,11 @@ class Playout:
         self._paused = False
         self._speaking = False
         self._sent_until_ms = now_ms
-        return [ClearAudio()], self.ledger.flush(now_ms)
+        self._unacked.clear()
+        # After a cut with nothing sent since, the provider holds nothing: one clear is enough.
+        commands: list[Command] = [] if self._cleared else [ClearAudio()]
+        self._cleared = False
+        return commands, self.ledger.flush(now_ms)
 
     def _drain_news(self) -> PlayoutNews:
         if self._speaking and self.idle:

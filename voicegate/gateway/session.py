@@ -28,6 +28,7 @@ from voicegate.codecs import (
     DtmfReceived,
     Hangup,
     MarkReached,
+    PlayAudio,
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
@@ -46,7 +47,7 @@ from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechErro
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
-from voicegate.gateway.media import CallMedia, MediaFactory, VoiceEvent
+from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
 from voicegate.gateway.timeline import Record, Timeline
@@ -60,6 +61,7 @@ from voicegate.gateway.transport import (
 )
 from voicegate.gateway.watchdog import Watchdog
 from voicegate.speech.ports import SpeechToText, SpeechToTextStream, TextToSpeech, TranscriptResult
+from voicegate.turns.tracker import TurnFactory, TurnTracker, VoiceLike
 from voicegate.types import MediaMs
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,8 @@ class CallServices:
     observer: Callable[[], Callable[[Record], None]] | None = None
     #: One live session per provider call id across every node (issue 13; Redis), if set.
     leases: CallLeases | None = None
+    #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
+    turns: TurnFactory = field(default_factory=TurnFactory)
 
 
 class CallSession:
@@ -134,6 +138,7 @@ class CallSession:
         self._media: CallMedia | None = None
         self._stt: SpeechToTextStream | None = None
         self._playout: Playout | None = None
+        self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._turn: asyncio.Task[None] | None = None
         self._turn_id = ""
@@ -229,6 +234,12 @@ class CallSession:
             chunk_ms=self._settings.chunk_ms,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
+        self._turns = self._services.turns.open(
+            self._media.sample_rate,
+            wire,
+            on_pause=self._stt.speech_paused,
+            report=self.timeline.emit,
+        )
         await self._send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
@@ -264,16 +275,17 @@ class CallSession:
     async def _on_audio(self, payload: bytes) -> None:
         assert self._media is not None
         assert self._stt is not None
+        assert self._turns is not None
         for frame in self._media.inbound(payload):
             self._now_ms += self._settings.frame_ms
             self._stt.push(frame, self._now_ms)
-            for voice in self._media.detect(frame):
+            for voice in self._turns.push(frame, self._now_ms, self._media.detect(frame)):
                 await self._on_voice(voice)
             if bargein.needs_tick(self._state):
                 await self._apply(bargein.Tick(self._now_ms))
             await self._release()
 
-    async def _on_voice(self, voice: VoiceEvent) -> None:
+    async def _on_voice(self, voice: VoiceLike) -> None:
         assert self._stt is not None
         if voice.started:
             self.timeline.emit(self._now_ms, "speech_started", onset_ms=voice.at_ms)
@@ -282,7 +294,7 @@ class CallSession:
         else:
             self.timeline.emit(self._now_ms, "speech_ended", end_ms=voice.at_ms)
             self._stt.speech_ended(voice.at_ms)
-            await self._apply(bargein.SpeechEnded(self._now_ms))
+            await self._apply(bargein.SpeechEnded(self._now_ms, voice.at_ms))
 
     async def _read_transcripts(self, stt: SpeechToTextStream) -> None:
         try:
@@ -296,6 +308,8 @@ class CallSession:
 
     async def _on_transcript(self, result: TranscriptResult) -> None:
         self.timeline.emit(self._now_ms, "transcript", text=result.text, final=result.final)
+        if self._turns is not None:
+            self._turns.transcript(result.text, result.at_ms)
         await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
 
     async def _on_mark(self, name: str) -> None:
@@ -321,12 +335,22 @@ class CallSession:
                 self._start_turn(user)
             case bargein.CancelTurn():
                 await self._interrupt(action)
-            case bargein.PausePlayout():
-                self._playout.pause()
-                self.timeline.emit(self._now_ms, "playout_paused")
+            case bargein.PausePlayout(flush=flush):
+                await self._pause(flush)
             case bargein.ResumePlayout():
                 self._playout.resume()
                 self.timeline.emit(self._now_ms, "playout_resumed")
+
+    async def _pause(self, flush: bool) -> None:
+        """Stop the bot at the caller: clear the provider too when the policy says so."""
+        assert self._playout is not None
+        if not flush:
+            self._playout.pause()
+        else:
+            await self._send_all(self._playout.cut(self._now_ms))
+            if self._turns is not None:
+                self._turns.flushed(self._now_ms)
+        self.timeline.emit(self._now_ms, "playout_paused", flushed=flush)
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         assert self._playout is not None
@@ -342,6 +366,8 @@ class CallSession:
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
         commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
+        if self._turns is not None:
+            self._turns.flushed(self._now_ms)
         await self._send_all(commands)
         self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
         reported = {h.turn_id for h in heard}
@@ -456,6 +482,9 @@ class CallSession:
         commands, news = self._playout.release(self._now_ms)
         # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
         if commands:
+            if self._turns is not None:  # the echo gate's reference: what the caller will hear
+                for played in (c.payload for c in commands if isinstance(c, PlayAudio)):
+                    self._turns.played(played, self._now_ms)
             await self._send_all(commands)
         if news.started or news.drained:
             await self._on_playout_news(news)

@@ -55,6 +55,11 @@ class _ScriptedStream:
             self._current = self._script.popleft()
             self._frames = 0
 
+    def speech_paused(self, at_ms: MediaMs) -> None:
+        # Like a recogniser decoding at the pause: the whole label so far, covering ``at_ms``.
+        if self._current is not None:
+            self._queue.put_nowait(TranscriptResult(self._current, False, at_ms))
+
     def speech_ended(self, at_ms: MediaMs) -> None:
         if self._current is not None:
             self._queue.put_nowait(TranscriptResult(self._current, True, at_ms))

@@ -43,6 +43,14 @@ class SpeechToTextStream(Protocol):
         """The VAD declared the end of caller speech: a final transcript should follow."""
         ...
 
+    def speech_paused(self, at_ms: MediaMs) -> None:
+        """The caller paused after speech that stopped at ``at_ms``; the turn may be over.
+
+        A hint for recognisers that can get a transcript of the utterance so far ready now
+        (the end-of-turn rules read it, and the final may reuse it); others ignore it.
+        """
+        ...
+
     def results(self) -> AsyncIterator[TranscriptResult]:
         """Interim and final transcripts, in order, until the stream is closed."""
         ...

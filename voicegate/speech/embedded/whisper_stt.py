@@ -9,6 +9,11 @@ shared :class:`DecodePool`; ``push`` and the VAD hints only update the buffer an
 block the event loop. The consumer's iteration of :meth:`WhisperStream.results` drives the
 decodes, so the stream starts no task of its own (the session owns every task, design §8).
 
+At a pause (``speech_paused``, the end-of-turn layer's hint) an interim is decoded at once.
+When the utterance then ends, an interim whose audio already reached the speech end is the
+final: its text is reused and no second decode of the same audio runs (issue 14 §2), so the
+final is ready as soon as the turn ends.
+
 Within one stream decodes run one at a time, in order, so an interim never follows its
 utterance's final. An interim still waiting when the utterance ends is dropped (stale), and
 an interim decodes the freshest audio when its turn comes, not the audio of when it was due.
@@ -95,6 +100,14 @@ class _Job:
     final: bool
 
 
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """The text of the open utterance's audio up to ``end_ms`` (the latest interim)."""
+
+    text: str
+    end_ms: MediaMs
+
+
 class WhisperStream:
     """One call's recogniser: buffers utterances, yields interim and final transcripts."""
 
@@ -120,6 +133,7 @@ class WhisperStream:
         self._next_interim_ms = 0
         self._closed = False
         self._wake = asyncio.Event()
+        self._latest: _Decoded | None = None
 
     def push(self, frame: Samples, at_ms: MediaMs) -> None:
         """Buffer one frame; ask for an interim every ``interim_interval_ms`` of speech."""
@@ -127,6 +141,7 @@ class WhisperStream:
             return
         cut = self._buffer.push(frame, at_ms)
         if cut is not None:
+            self._latest = None  # the cut final was never covered by an interim in full
             self._queue_final(cut)
             self._next_interim_ms = self._interval_ms
         elif self._interim_falls_due():
@@ -138,6 +153,7 @@ class WhisperStream:
         if self._closed or self._buffer.speaking:
             return
         self._buffer.start(onset_ms)
+        self._latest = None
         self._next_interim_ms = max(self._interval_ms, self._buffer.duration_ms)
 
     def speech_ended(self, at_ms: MediaMs) -> None:
@@ -147,6 +163,13 @@ class WhisperStream:
         segment = self._buffer.end(at_ms)
         if segment is not None:
             self._queue_final(segment)
+
+    def speech_paused(self, at_ms: MediaMs) -> None:
+        """Decode the utterance so far now: the turn may be over, its final may reuse it."""
+        if self._closed or not self._buffer.speaking:
+            return
+        self._interim_due = True
+        self._wake.set()
 
     async def results(self) -> AsyncIterator[TranscriptResult]:
         """Interim and final transcripts in order, until :meth:`aclose`."""
@@ -192,7 +215,18 @@ class WhisperStream:
             return None if snapshot is None else _Job(snapshot, final=False)
         return None
 
+    def _reuse(self) -> TranscriptResult | None:
+        """The next final from the latest interim, if that interim heard all of its speech."""
+        latest = self._latest
+        if not self._finals or latest is None or latest.end_ms < self._finals[0].end_ms:
+            return None
+        segment = self._finals.popleft()
+        self._latest = None
+        return TranscriptResult(latest.text, True, segment.end_ms)
+
     async def _decode_next(self) -> TranscriptResult | None:
+        if (reused := self._reuse()) is not None:
+            return reused
         async with self._pool.slot(urgent=lambda: bool(self._finals)) as lease:
             job = self._take_job()
             if job is None:
@@ -207,6 +241,10 @@ class WhisperStream:
                 if not job.final:
                     return None
                 text = ""
+        if not job.final:
+            self._latest = _Decoded(text, job.segment.end_ms)
+        else:
+            self._latest = None
         if not job.final and (not text or self._finals):
             # No words tell the barge-in rules nothing; and once the utterance has ended
             # while this interim was decoding, its final is next and the interim is stale.

@@ -99,6 +99,9 @@ class DeepgramStream:
     def speech_ended(self, at_ms: MediaMs) -> None:
         """Ignored: Deepgram endpoints utterances itself (``speech_final``)."""
 
+    def speech_paused(self, at_ms: MediaMs) -> None:
+        """Ignored: Deepgram streams interim results on its own."""
+
     async def results(self) -> AsyncIterator[TranscriptResult]:
         """Connect, send the queued audio, yield transcripts until the server closes."""
         if self._closed:

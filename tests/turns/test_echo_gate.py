@@ -1,0 +1,79 @@
+"""The echo gate, frame by frame (voicegate/turns/echo_gate.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from voicegate.turns import echo_gate as gate
+from voicegate.turns.settings import EchoGateSettings
+
+ON = EchoGateSettings()  # margin 6 dB, evidence 40 ms
+
+
+def feed(frames: list[tuple[int, bool, bool]], vad: dict[int, tuple[str, int]]) -> list[str]:
+    """(start_ms, evident, echo possible) per frame; VAD events after the frame starting at t."""
+    state = gate.EchoGateState()
+    out: list[str] = []
+    for start, evident, possible in frames:
+        state, released = gate.frame(state, start, evident, possible, ON)
+        if released is not None:
+            out.append(f"start {released.onset_ms}@{start}")
+        if start in vad:
+            kind, at = vad[start]
+            if kind == "start":
+                state, began = gate.speech_started(state, at, ON)
+                out += [] if began is None else [f"start {began.onset_ms}@{start}"]
+            else:
+                state, ended = gate.speech_ended(state, at)
+                out += [] if ended is None else [f"end {ended.end_ms}@{start}"]
+    return out
+
+
+def test_without_bot_audio_the_gate_passes_speech_through() -> None:
+    frames = [(t, True, False) for t in range(0, 400, 20)]
+    assert feed(frames, {100: ("start", 40), 300: ("end", 260)}) == ["start 40@100", "end 260@300"]
+
+
+def test_speech_the_echo_explains_is_dropped_with_its_end() -> None:
+    frames = [(t, False, True) for t in range(0, 600, 20)]
+    assert feed(frames, {100: ("start", 40), 500: ("end", 400)}) == []
+
+
+def test_the_caller_over_the_echo_is_passed_on_from_the_first_evident_frame() -> None:
+    frames = [(t, t >= 300, True) for t in range(0, 800, 20)]
+    events = feed(frames, {100: ("start", 40), 700: ("end", 660)})
+    assert events == ["start 300@320", "end 660@700"]  # 40 ms of evidence: frames 300, 320
+
+
+def test_the_reference_dates_bot_audio_by_when_the_caller_plays_it() -> None:
+    reference = gate.EchoReference(max_delay_ms=300)
+    for _ in range(5):  # 100 ms released at once at t=1000 play until 1100
+        reference.played(20, -20.0, 1000)
+    assert reference.level_at(1080, 1100) == -20.0
+    assert reference.level_at(1380, 1400) == -20.0  # 300 ms of echo path
+    assert reference.level_at(1420, 1440) is None  # (asked in media-time order)
+    cleared = gate.EchoReference(max_delay_ms=300)
+    for _ in range(5):
+        cleared.played(20, -20.0, 1000)
+    cleared.flushed(1040)  # the provider dropped what it had not played by 1040
+    assert cleared.level_at(1320, 1340) == -20.0
+    assert cleared.level_at(1350, 1370) is None
+
+
+def test_levels_in_dbfs() -> None:
+    full = np.full(160, 32767, dtype=np.int16)
+    assert round(gate.level_db(full)) == 0
+    assert gate.level_db(np.zeros(160, dtype=np.int16)) == gate.SILENT_DB
+
+
+def test_the_margin_follows_the_echo_this_call_shows() -> None:
+    settings = EchoGateSettings(margin_db=6.0, max_margin_db=20.0)
+    weak, loud, silent = gate.EchoLoss(), gate.EchoLoss(), gate.EchoLoss()
+    assert weak.margin(settings) == 6.0  # nothing measured yet: the configured start
+    for _ in range(50):
+        weak.observe(-40.0, -15.0)  # echo 25 dB down
+        loud.observe(-20.0, -15.0)  # echo 5 dB down (a loud speakerphone)
+        silent.observe(gate.SILENT_DB, -15.0)  # no echo at all
+    assert weak.margin(settings) == 19.0  # 25 dB less the 6 dB of safety
+    assert loud.margin(settings) == 6.0  # never below the configured margin
+    assert silent.margin(settings) == 20.0  # at most max_margin_db

@@ -1,0 +1,80 @@
+"""The end-of-turn machine, event by event on media time (voicegate/turns/end_of_turn.py)."""
+
+from __future__ import annotations
+
+from voicegate.turns import end_of_turn as eot
+from voicegate.turns.settings import EndOfTurnSettings
+
+MODEL = EndOfTurnSettings()  # threshold 0.5; 500 ms without a verdict, 1000 if incomplete
+SILENCE_ONLY = EndOfTurnSettings(model="none")
+
+
+def run(events: list[tuple[str, int, object]], settings: EndOfTurnSettings) -> list[str]:
+    """Feed (kind, now_ms, value) events; the decisions, as 'reason@now' strings."""
+    state = eot.EndOfTurnState()
+    out: list[str] = []
+    for kind, now, value in events:
+        match kind:
+            case "pause":
+                state = eot.paused(state, int(value))  # type: ignore[call-overload]
+            case "resume":
+                state, swallowed = eot.resumed(state)
+                out.append(f"swallowed@{now}" if swallowed else f"started@{now}")
+            case "score":
+                state = eot.scored(state, 1000, float(value), now)  # type: ignore[arg-type]
+            case "words":
+                state = eot.heard(state, str(value), now)
+        state, end = eot.decide(state, now, settings)
+        if end is not None:
+            out.append(f"{end.reason}@{now}")
+    return out
+
+
+def test_without_a_model_the_pause_is_the_end_of_the_turn() -> None:
+    assert run([("pause", 1500, 1000)], SILENCE_ONLY) == ["pause@1500"]
+
+
+def test_a_complete_score_with_the_transcript_ends_the_turn_at_once() -> None:
+    events = [("pause", 1200, 1000), ("score", 1260, 0.93), ("words", 1300, "front center")]
+    assert run(events, MODEL) == ["model@1300"]
+
+
+def test_a_complete_score_waits_a_bounded_time_for_the_transcript() -> None:
+    events = [("pause", 1200, 1000), ("score", 1260, 0.93), ("tick", 1540, None)]
+    events += [("tick", 1560, None)]
+    assert run(events, MODEL) == ["model@1560"]  # 300 ms after the score
+
+
+def test_an_incomplete_score_waits_longer_for_more_speech() -> None:
+    events = [("pause", 1200, 1000), ("score", 1260, 0.2), ("words", 1300, "my card number is")]
+    events += [("tick", 1980, None), ("tick", 2000, None)]
+    assert run(events, MODEL) == ["incomplete timeout@2000"]
+
+
+def test_a_model_that_has_not_answered_falls_back_to_the_vad_rule() -> None:
+    events = [("pause", 1200, 1000), ("tick", 1480, None), ("tick", 1500, None)]
+    assert run(events, MODEL) == ["silence timeout@1500"]
+
+
+def test_a_trailing_hold_word_outweighs_a_complete_score() -> None:
+    events = [("pause", 1200, 1000), ("score", 1260, 0.97), ("words", 1300, "my balance and")]
+    events += [("tick", 2000, None), ("tick", 2980, None), ("tick", 3000, None)]
+    assert run(events, MODEL) == ["hesitation timeout@3000"]
+
+
+def test_filler_and_trailing_ellipsis_hold_too() -> None:
+    assert eot.ends_on_hold_word("I want, um", MODEL)
+    assert eot.ends_on_hold_word("I lost my card...", MODEL)
+    assert not eot.ends_on_hold_word("I lost my card.", MODEL)
+
+
+def test_speech_resuming_in_a_pause_continues_the_turn() -> None:
+    events = [("pause", 1200, 1000), ("resume", 1300, None), ("tick", 2500, None)]
+    assert run(events, MODEL) == ["swallowed@1300"]
+    assert run([("resume", 100, None)], MODEL) == ["started@100"]
+
+
+def test_a_score_or_transcript_for_an_older_pause_is_ignored() -> None:
+    state = eot.paused(eot.EndOfTurnState(), 2000)
+    assert eot.scored(state, 1000, 0.99, 2300) == state
+    assert eot.heard(state, "front", 1900) == state

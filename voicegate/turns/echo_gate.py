@@ -1,0 +1,186 @@
+"""The echo gate: VAD speech that the bot's own voice coming back explains is not the caller.
+
+Issue 14 §4. The gateway knows what it played and when (playout releases 20 ms frames on
+media time, and the provider plays them in order). :class:`EchoReference` keeps the level of
+each released bot frame at the time the caller plays it; a caller frame is *evident* when it
+is louder than the loudest bot frame of the last ``max_delay_ms`` minus ``margin_db`` (an echo
+is the bot's audio attenuated by the line's echo return loss, so it stays below that).
+
+The gate is pure (``step`` functions on frozen state, media time only): a VAD speech start
+while the bot could be echoing is held until ``evidence_ms`` of evident audio has been seen
+since its onset, then passed on dated at the first evident frame; a held segment that ends
+without evidence is dropped with its end. While no bot audio is in the window every frame is
+evident and the gate passes events through unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from voicegate.audio.pcm import Samples
+from voicegate.turns.settings import EchoGateSettings
+from voicegate.types import MediaMs
+
+SILENT_DB = -120.0
+
+
+def level_db(samples: Samples) -> float:
+    """RMS level of PCM16 samples in dBFS (``SILENT_DB`` for digital silence)."""
+    if not len(samples):
+        return SILENT_DB
+    values = samples.astype(np.float32)  # a float32 dot: a few µs per 20 ms frame
+    mean_square = float(np.dot(values, values)) / len(values)
+    if mean_square <= 0.0:
+        return SILENT_DB
+    return max(SILENT_DB, 10.0 * math.log10(mean_square / 32768.0**2))
+
+
+class EchoReference:
+    """Levels of the bot audio as the caller plays it, for the last ``max_delay_ms``."""
+
+    def __init__(self, max_delay_ms: int) -> None:
+        self._max_delay_ms = max_delay_ms
+        self._frames: deque[tuple[MediaMs, MediaMs, float]] = deque()  # (start, end, dB)
+        self._cursor: MediaMs = 0  # where the provider's buffer will have played out
+
+    def played(self, duration_ms: int, level: float, released_ms: MediaMs) -> None:
+        """Bot audio of ``duration_ms`` at ``level`` dBFS was released at ``released_ms``."""
+        start = max(self._cursor, released_ms)
+        self._cursor = start + duration_ms
+        self._frames.append((start, self._cursor, level))
+
+    def flushed(self, now_ms: MediaMs) -> None:
+        """The provider dropped its buffer: nothing released so far plays after ``now_ms``."""
+        self._cursor = now_ms
+        while self._frames and self._frames[-1][0] >= now_ms:
+            self._frames.pop()
+
+    def level_at(self, start_ms: MediaMs, end_ms: MediaMs) -> float | None:
+        """Loudest bot audio playing in ``[start_ms - max_delay_ms, end_ms)``; None if none."""
+        if not self._frames:
+            return None
+        earliest = start_ms - self._max_delay_ms
+        while self._frames and self._frames[0][1] <= earliest:  # asked in media-time order
+            self._frames.popleft()
+        levels = [db for s, e, db in self._frames if e > earliest and s < end_ms]
+        return max(levels) if levels else None
+
+
+class EchoLoss:
+    """How far below the bot's audio its echo comes back on this call (dB), measured.
+
+    Observed on caller frames while the bot's audio is in the window and no caller speech was
+    let through: the gap between the reference and the frame's level (silence counts as a
+    large gap, at ``SILENT_FLOOR_DB``). The margin is the loudest tenth of the echo less
+    ``SAFETY_DB``, between the configured ``margin_db`` and ``max_margin_db``: a line with
+    little echo gets a permissive gate, a loud speakerphone a strict one.
+    """
+
+    FRAMES = 150  # 3 s of 20 ms frames
+    MIN_FRAMES = 25  # 0.5 s before the measurement is trusted
+    SAFETY_DB = 6.0
+    SILENT_FLOOR_DB = -60.0
+
+    def __init__(self) -> None:
+        self._gaps: deque[float] = deque(maxlen=self.FRAMES)
+
+    def observe(self, level: float, reference: float) -> None:
+        """One caller frame that can only hold echo (or nothing)."""
+        self._gaps.append(reference - max(level, self.SILENT_FLOOR_DB))
+
+    def margin(self, settings: EchoGateSettings) -> float:
+        """The margin to test caller frames with now."""
+        if len(self._gaps) < self.MIN_FRAMES:
+            return settings.margin_db
+        loudest = float(np.percentile(np.fromiter(self._gaps, dtype=np.float64), 10))
+        return min(settings.max_margin_db, max(settings.margin_db, loudest - self.SAFETY_DB))
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A VAD speech start not yet shown to be the caller."""
+
+    onset_ms: MediaMs
+    released: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EchoGateState:
+    """Recent frames' evidence and the segment being judged."""
+
+    #: (frame start, evident) for the frames a VAD onset may be dated back over.
+    recent: tuple[tuple[MediaMs, bool], ...] = ()
+    held: Held | None = None
+    #: Start of the latest frame the bot's audio could have echoed into (None: never).
+    last_echo_ms: MediaMs | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Pass a speech start on, with this onset."""
+
+    onset_ms: MediaMs
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """Pass a speech end on."""
+
+    end_ms: MediaMs
+
+
+GateOutput = Start | End
+
+
+def frame(
+    state: EchoGateState,
+    start_ms: MediaMs,
+    evident: bool,
+    echo_possible: bool,
+    settings: EchoGateSettings,
+    keep_ms: int = 400,
+) -> tuple[EchoGateState, Start | None]:
+    """One caller frame's verdict; a held start may be released by it."""
+    recent = (*(f for f in state.recent if f[0] > start_ms - keep_ms), (start_ms, evident))
+    last_echo = start_ms if echo_possible else state.last_echo_ms
+    state = replace(state, recent=recent, last_echo_ms=last_echo)
+    return _maybe_release(state, settings)
+
+
+def speech_started(
+    state: EchoGateState, onset_ms: MediaMs, settings: EchoGateSettings
+) -> tuple[EchoGateState, Start | None]:
+    """The VAD detected speech from ``onset_ms``: pass it, or hold it while echo may explain it."""
+    if not settings.enabled or state.last_echo_ms is None or state.last_echo_ms < onset_ms:
+        return replace(state, held=Held(onset_ms, released=True)), Start(onset_ms)
+    return _maybe_release(replace(state, held=Held(onset_ms)), settings)
+
+
+def speech_ended(state: EchoGateState, end_ms: MediaMs) -> tuple[EchoGateState, End | None]:
+    """The VAD declared the end: passed on only if its start was."""
+    held = state.held
+    state = replace(state, held=None)
+    return state, End(end_ms) if held is not None and held.released else None
+
+
+def _maybe_release(
+    state: EchoGateState, settings: EchoGateSettings
+) -> tuple[EchoGateState, Start | None]:
+    held = state.held
+    if held is None or held.released:
+        return state, None
+    evident = [start for start, ok in state.recent if ok and start >= held.onset_ms]
+    frame_ms = _frame_ms(state)
+    if len(evident) * frame_ms < max(settings.evidence_ms, frame_ms):
+        return state, None
+    return replace(state, held=replace(held, released=True)), Start(evident[0])
+
+
+def _frame_ms(state: EchoGateState) -> int:
+    if len(state.recent) < 2:
+        return 20
+    return state.recent[-1][0] - state.recent[-2][0] or 20

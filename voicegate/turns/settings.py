@@ -1,0 +1,114 @@
+"""Turn-taking settings: one frozen dataclass per concern, built once at the edge (design §7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from voicegate.errors import ConfigError
+
+#: Words that, ending what the caller said so far, mean more is coming ("I want to ... and",
+#: "um"): fillers and conjunctions/prepositions that cannot end an English sentence.
+DEFAULT_HOLD_WORDS = frozenset(
+    {
+        "and", "but", "or", "so", "because", "if", "then", "that", "the", "a", "an", "to",
+        "of", "for", "with", "my", "um", "uh", "er", "erm", "hmm", "like",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfTurnSettings:
+    """When a pause in the caller's speech ends their turn (``turns`` in config/voicegate.yml).
+
+    Without the model (``model: none``) a pause ends the turn at once, so the VAD's own
+    ``stop_ms`` is the whole wait (the behaviour before issue 14).
+    """
+
+    #: ``smart-turn`` (the bundled Smart Turn v3.2 ONNX), ``none``, or a path to an ONNX file
+    #: with the same input (80x800 Whisper log-mel features of the last 8 s).
+    model: str = "smart-turn"
+    #: Silence (ms) that makes a pause and asks the model; it becomes the VAD's ``stop_ms``.
+    pause_ms: int = 200
+    #: Model probability at or above which the turn is complete (Smart Turn's own 0.5).
+    threshold: float = 0.5
+    #: Fallback while the model has not answered (a loaded machine): silence (ms since the
+    #: speech ended) that ends the turn as the VAD alone did before (vad.stop_ms, 500).
+    silence_timeout_ms: int = 500
+    #: Silence that ends a turn the model scored incomplete.
+    incomplete_timeout_ms: int = 1000
+    #: Silence that ends a turn whose transcript ends on a hold word ("and", "um").
+    hesitation_timeout_ms: int = 2000
+    #: How long (ms) a complete verdict waits for the transcript of the pause before it acts.
+    transcript_wait_ms: int = 300
+    #: Caller audio before the turn's onset given to the model, like Pipecat's pre_speech_ms.
+    preroll_ms: int = 500
+    hold_words: frozenset[str] = DEFAULT_HOLD_WORDS
+    #: Model inferences run at once, on their own threads (shared by every call).
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"threshold must be in (0, 1], got {self.threshold!r}")
+        for name in (
+            "pause_ms",
+            "silence_timeout_ms",
+            "incomplete_timeout_ms",
+            "hesitation_timeout_ms",
+        ):
+            if getattr(self, name) < 20:
+                raise ConfigError(f"{name} must be at least 20 ms, got {getattr(self, name)!r}")
+        if self.silence_timeout_ms < self.pause_ms:
+            raise ConfigError("silence_timeout_ms must be at least pause_ms")
+        if self.transcript_wait_ms < 0 or self.preroll_ms < 0 or self.workers < 1:
+            raise ConfigError("transcript_wait_ms and preroll_ms must be >= 0, workers >= 1")
+
+    @property
+    def uses_model(self) -> bool:
+        """Whether an end-of-turn model is consulted at pauses."""
+        return self.model != "none"
+
+    def model_path(self, bundled: Path) -> Path:
+        """The ONNX file to load: the bundled one for ``smart-turn``, else the given path."""
+        return bundled if self.model == "smart-turn" else Path(self.model)
+
+
+@dataclass(frozen=True, slots=True)
+class EchoGateSettings:
+    """When caller-side audio is the bot's own voice coming back (``echo_gate``).
+
+    The reference is the level of the bot audio the gateway released, dated by when the caller
+    plays it. A caller frame is *evident* (not explained by echo) when it is louder than the
+    loudest reference within ``max_delay_ms`` minus ``margin_db``; a VAD speech start is passed
+    on only after ``evidence_ms`` of evident frames.
+    """
+
+    enabled: bool = True
+    #: How far below the bot's own level (dB) echo is assumed to be at most, to start with;
+    #: phone lines give 10-30 dB of echo return loss (ITU-T G.131 asks for more than 24 dB
+    #: of talker echo loss), a speakerphone can give less.
+    margin_db: float = 6.0
+    #: The margin grows up to this as the call shows its echo is weaker: it becomes the
+    #: measured echo return loss less 6 dB (the loudest tenth of the echo frames).
+    max_margin_db: float = 20.0
+    #: Longest echo path (ms) from release to the caller's microphone, send-ahead included.
+    max_delay_ms: int = 600
+    #: Evident audio (ms) needed inside one VAD segment before it counts as the caller.
+    evidence_ms: int = 40
+    #: Once the bot's audio has left the window, a frame quieter than this many dB below full
+    #: scale does not count: the silence after an echo is no evidence of the caller.
+    silence_below_db: float = 55.0
+
+    def __post_init__(self) -> None:
+        if self.margin_db < 0 or self.max_delay_ms < 0 or self.evidence_ms < 0:
+            raise ConfigError("echo_gate: margin_db, max_delay_ms and evidence_ms must be >= 0")
+        if self.max_margin_db < self.margin_db:
+            raise ConfigError("echo_gate: max_margin_db must be at least margin_db")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    """Both concerns together, as the CLI passes them to the gateway."""
+
+    end_of_turn: EndOfTurnSettings = field(default_factory=EndOfTurnSettings)
+    echo_gate: EchoGateSettings = field(default_factory=EchoGateSettings)

@@ -1,0 +1,80 @@
+"""The end-of-turn model: Smart Turn v3.2 (ONNX) run on its own threads, shared by every call.
+
+The model file ships with voicegate (``voicegate/turns/data/``, 8.7 MB, BSD-2-Clause, (c) Daily;
+licence beside it), copied unchanged from the ``pipecat-ai`` 1.14.0 wheel. Shipping it keeps
+the default path offline and pinned (its SHA-256 is checked at load) without making every
+install pull Pipecat's dependency tree (numba, openai, Pillow, ...) for one file; onnxruntime
+is already here through faster-whisper. Loaded once at the edge (cli/wiring.py) and passed
+down; inference (60-100 ms of CPU for 8 s of audio here) never runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from voicegate.audio.pcm import Samples
+from voicegate.audio.resample import resample_all
+from voicegate.errors import ConfigError
+from voicegate.turns.features import SAMPLE_RATE, last_window, log_mel
+
+MODEL_NAME = "smart-turn-v3.2-cpu.onnx"
+#: SHA-256 of the file in pipecat-ai 1.14.0 (pipecat/audio/turn/smart_turn/data/).
+MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
+
+
+def bundled_model_path() -> Path:
+    """Where the shipped Smart Turn v3.2 file is."""
+    return Path(str(resources.files("voicegate.turns").joinpath("data", MODEL_NAME)))
+
+
+class SmartTurnModel:
+    """One ONNX session and the worker threads that run it."""
+
+    def __init__(self, path: Path, *, workers: int = 1) -> None:
+        if not path.is_file():
+            raise ConfigError(f"end-of-turn model not found: {path}")
+        if path.name == MODEL_NAME and _sha256(path) != MODEL_SHA256:
+            raise ConfigError(f"{path} is not the Smart Turn v3.2 file voicegate ships")
+        options = ort.SessionOptions()
+        # One thread per inference, like Pipecat's default: the cores belong to the calls.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        self._session = ort.InferenceSession(
+            str(path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
+        # The first run of an ONNX session allocates and plans (several times a normal run):
+        # paid here at startup, not at a caller's first pause.
+        self.probability(np.zeros(SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
+
+    def probability(self, samples: Samples, sample_rate: int) -> float:
+        """Blocking: the probability that the turn is complete at the end of ``samples``."""
+        audio = (
+            samples
+            if sample_rate == SAMPLE_RATE
+            else resample_all(samples, sample_rate, SAMPLE_RATE)
+        )
+        window = last_window((audio.astype(np.float32) / 32768.0).astype(np.float32))
+        features: npt.NDArray[np.float32] = log_mel(window)[None, :, :]
+        outputs = self._session.run(None, {"input_features": features})
+        return float(np.asarray(outputs[0]).reshape(-1)[0])
+
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
+        """Score on a worker thread; the caller polls the future on its media clock."""
+        return self._executor.submit(self.probability, samples, sample_rate)
+
+    def close(self) -> None:
+        """Stop the worker threads once running inferences finish."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
