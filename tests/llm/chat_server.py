@@ -74,6 +74,7 @@ class Reply:
     endless: bool = False  # after the body, stream text chunks until the client goes away
     delay_headers: bool = False  # hold the response back until the server closes
     abort: bool = False  # after the body, drop the connection instead of ending the response
+    headers: Mapping[str, str] = field(default_factory=dict)  # e.g. Retry-After
 
 
 @dataclass
@@ -134,7 +135,7 @@ class ChatServer:
         reply = self.answer(body)
         if reply.delay_headers:
             await self._closing.wait()
-        response = web.StreamResponse(status=reply.status)
+        response = web.StreamResponse(status=reply.status, headers=dict(reply.headers))
         response.content_type = reply.content_type
         await response.prepare(request)
         try:

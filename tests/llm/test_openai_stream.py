@@ -180,7 +180,8 @@ async def test_no_tools_and_no_key_leave_both_out() -> None:
 async def test_error_statuses_become_llm_errors(status: int, body: object, expected: str) -> None:
     text = body if isinstance(body, str) else json.dumps(body)
     kind = "text/plain" if isinstance(body, str) else "application/json"
-    async with ChatServer.replying(Reply(text.encode(), status, kind)) as server:
+    reply = Reply(text.encode(), status, kind)
+    async with ChatServer(lambda body: reply) as server:  # the same answer to every retry
         with pytest.raises(LLMError) as raised:
             await items_of(client(server))
     message = str(raised.value)

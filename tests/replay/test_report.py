@@ -78,6 +78,16 @@ def test_the_caller_summary_counts_what_it_saw() -> None:
     ]
 
 
+def test_the_caller_summary_says_what_was_said_and_why_the_call_closed() -> None:
+    observed = [
+        record(400, "cue_started", label="balance", transcript="check my balance"),
+        record(900, "stream_closed", close_code=1008),
+    ]
+    lines = caller_summary(observed)
+    assert lines[0] == "caller said at 400 ms: 'check my balance'"
+    assert lines[-1].startswith("closed: 1008 (refused: authentication failed")
+
+
 def test_call_wav_puts_the_caller_left_and_the_bot_right(tmp_path: Path) -> None:
     caller = np.full(800, 100, dtype=np.int16)
     bot = np.full(1600, -200, dtype=np.int16)

@@ -14,6 +14,7 @@ from voicegate.cli.main import build_parser
 from voicegate.cli.serve_command import serve_main
 from voicegate.codecs import Codec
 from voicegate.config import Settings
+from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.transport import CallGate, CallRunner, Transport
 
 
@@ -24,7 +25,7 @@ async def echo(transport: Transport, codec: Codec, gate: CallGate) -> None:
 
 
 @asynccontextmanager
-async def echo_runner(settings: Settings) -> AsyncIterator[CallRunner]:
+async def echo_runner(settings: Settings, metrics: GatewayMetrics) -> AsyncIterator[CallRunner]:
     """The runner builder handed to serve_main."""
     yield echo
 

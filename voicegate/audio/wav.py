@@ -36,7 +36,8 @@ def read_wav(path: str | Path) -> WavAudio:
             )
             data = reader.readframes(reader.getnframes())
     except (wave.Error, EOFError) as error:
-        raise AudioFormatError(f"{path}: not a readable WAV file ({error})") from error
+        detail = str(error) or "empty or cut short"
+        raise AudioFormatError(f"{path}: not a readable WAV file ({detail})") from error
     if channels != 1 or width != 2:
         raise AudioFormatError(
             f"{path}: expected mono 16-bit PCM, got {channels} channel(s) of {8 * width}-bit"

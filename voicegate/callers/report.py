@@ -96,8 +96,37 @@ def summary(records: Sequence[Record]) -> list[str]:
     return lines
 
 
+#: What a close code from the gateway means (SECURITY.md), for a summary over the wire.
+CLOSE_MEANINGS = {
+    1000: "the call ended normally",
+    1001: "the gateway is shutting down",
+    1002: "the gateway refused a malformed message",
+    1006: "the connection dropped without a close frame",
+    1007: "the gateway refused invalid UTF-8",
+    1008: "refused: authentication failed or a limit was broken (see the gateway's log)",
+    1009: "a message was too big",
+    1011: "the gateway failed on this call (see the gateway's log)",
+    1013: "the gateway is full or starting; try again",
+}
+
+
 def caller_summary(observed: Sequence[Record]) -> list[str]:
-    """What the caller alone can tell: bot audio, clears, marks (no access to the gateway)."""
+    """What the caller alone can tell: what it said, bot audio, clears, marks, how it ended."""
+    lines = [
+        f"caller said at {r['t_ms']} ms: {r['transcript']!r}"
+        for r in observed
+        if r["event"] == "cue_started" and r.get("transcript")
+    ]
+    lines += _counts_and_clears(observed)
+    for record in observed:
+        if record["event"] == "stream_closed":
+            code = record.get("close_code")
+            meaning = CLOSE_MEANINGS.get(code, "") if isinstance(code, int) else "no close code"
+            lines.append(f"closed: {code} ({meaning})" if meaning else f"closed: {code}")
+    return lines
+
+
+def _counts_and_clears(observed: Sequence[Record]) -> list[str]:
     counts = {
         event: sum(1 for r in observed if r["event"] == event)
         for event in ("bot_audio_started", "clear_received", "mark_echoed")

@@ -24,6 +24,7 @@ from voicegate.callers.inputs import load_recording
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli.paths import check_output_dir
 from voicegate.cli.replaying import (
     PROVIDER_PATHS,
     ReplayResult,
@@ -175,6 +176,7 @@ def _echo(args: argparse.Namespace, rate: int) -> EchoPath | None:
 def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
+    check_output_dir(args.out)  # before the call, not after it
     if not args.speed > 0 or not math.isfinite(args.speed):
         raise ConfigError(f"--speed must be a positive number, got {args.speed}")
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:

@@ -15,6 +15,7 @@ import numpy as np
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.wav import write_wav
+from voicegate.cli.paths import check_output_file
 from voicegate.cli.wiring import build_espeak
 from voicegate.errors import ConfigError
 from voicegate.speech.embedded.espeak_lib import Voice
@@ -50,7 +51,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Synthesise ``args.text`` and write it to ``args.output``."""
     if not args.text.strip():
-        raise ConfigError("say: nothing to say (TEXT is empty)")
+        raise ConfigError("nothing to say (TEXT is empty)")  # main() adds "voicegate say: "
+    check_output_file(args.output, (".wav",))
     tts = build_espeak(args.voice, args.rate, args.wpm)
     samples = asyncio.run(speak(tts, args.text))
     write_wav(args.output, samples, tts.sample_rate)

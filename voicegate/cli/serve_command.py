@@ -11,34 +11,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import uvloop
 
-from voicegate.cli import wiring
+from voicegate.cli import logs, wiring
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse_settings
 from voicegate.errors import ConfigError, VoicegateError
 from voicegate.gateway import server
 from voicegate.gateway.calls import CANCEL_GRACE_S
 from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
+from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.server import BROWSER_PATH, TWILIO_STREAM_PATH, TWILIO_WEBHOOK_PATH
 from voicegate.gateway.supervisor import Supervisor, SupervisorOptions
 from voicegate.gateway.transport import CallRunner
 from voicegate.gateway.worker import WorkerLaunch, ignore_terminal_interrupts, run_worker
 
-#: Opens the one runner every call is handed to (see :func:`build_runner`).
-RunnerBuilder = Callable[[Settings], AbstractAsyncContextManager[CallRunner]]
+#: Opens the one runner every call is handed to, feeding the metrics (:func:`build_runner`).
+RunnerBuilder = Callable[[Settings, GatewayMetrics], AbstractAsyncContextManager[CallRunner]]
 #: After SIGTERM, how long workers get beyond the drain deadline before they are killed.
 STOP_MARGIN_S = 10.0
-LOG_FORMAT = "%(asctime)s %(levelname)s {who}%(name)s: %(message)s"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -68,6 +67,16 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="run on asyncio's own event loop instead of uvloop (server.uvloop: false)",
     )
+    parser.add_argument(
+        "--log-level",
+        choices=logs.LEVELS,
+        help=f"log level (default: ${logs.LEVEL_ENV}, else info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        help=f"text, or json: one object per line (default: ${logs.FORMAT_ENV}, else text)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,10 +85,12 @@ def run(args: argparse.Namespace) -> int:
     return serve_main(args)
 
 
-def build_runner(settings: Settings) -> AbstractAsyncContextManager[CallRunner]:
+def build_runner(
+    settings: Settings, metrics: GatewayMetrics
+) -> AbstractAsyncContextManager[CallRunner]:
     """The call runner every accepted WebSocket is handed to, with the project's MCP servers
     connected for as long as it is open (cli/wiring.py builds it)."""
-    return wiring.open_runner(settings)
+    return wiring.open_runner(settings, metrics=metrics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +105,7 @@ class ServePlan:
     config_source: str
     overrides: dict[str, Any]
     runner_builder: RunnerBuilder
+    logging: logs.LogOptions = field(default_factory=logs.LogOptions)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, runner_builder: RunnerBuilder) -> ServePlan:
@@ -131,12 +143,14 @@ def serve_main(
     """Build everything from ``args`` and serve until a signal; the exit code."""
     plan = ServePlan.from_args(args, runner_builder)
     settings = plan.settings()
+    plan = replace(plan, logging=log_options(args, settings, environ))
+    logs.configure(plan.logging)
     options = gateway_options(settings, environ)
     workers = worker_count(settings.server.workers)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=""))
     try:
         if workers == 1:
-            run_loop(settings, _serve(runner_builder(settings), options))
+            metrics = GatewayMetrics()
+            run_loop(settings, _serve(runner_builder(settings, metrics), options, metrics))
             return 0
         failure = asyncio.run(_supervise(plan, options, workers))
     except OSError as error:  # e.g. the port is taken
@@ -149,6 +163,17 @@ def serve_main(
         print(f"voicegate serve: {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def log_options(
+    args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]
+) -> logs.LogOptions:
+    """The flags over the environment; the settings' secrets and secret-looking variables are
+    redacted from every line."""
+    named = [environ.get(name, "") for name in settings.secret_env_names().values()]
+    return logs.resolve_log_options(
+        getattr(args, "log_level", None), getattr(args, "log_format", None), environ, named
+    )
 
 
 def gateway_options(settings: Settings, environ: Mapping[str, str]) -> GatewayOptions:
@@ -170,10 +195,14 @@ def run_loop(settings: Settings, main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
-async def _serve(runner: AbstractAsyncContextManager[CallRunner], options: GatewayOptions) -> None:
+async def _serve(
+    runner: AbstractAsyncContextManager[CallRunner],
+    options: GatewayOptions,
+    metrics: GatewayMetrics,
+) -> None:
     """Open the runner (MCP servers start), serve until a signal, close it (they stop)."""
     async with runner as call_runner:
-        await serve(Gateway(call_runner, options), on_listening=announce)
+        await serve(Gateway(call_runner, options, metrics=metrics), on_listening=announce)
 
 
 async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> str | None:
@@ -195,13 +224,15 @@ async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> 
 def serve_worker(launch: WorkerLaunch) -> None:
     """One worker process of ``voicegate serve --workers N`` (the multiprocessing target)."""
     ignore_terminal_interrupts()
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT.format(who=f"w{launch.index} "))
     plan = launch.plan
     assert isinstance(plan, ServePlan)
+    logs.configure(plan.logging, who=f"w{launch.index}")
     try:
         settings = plan.settings()
         options = gateway_options(settings, os.environ)
-        run_loop(settings, run_worker(launch, plan.runner_builder(settings), options))
+        metrics = GatewayMetrics(launch.metrics_dir)
+        runner = plan.runner_builder(settings, metrics)
+        run_loop(settings, run_worker(launch, runner, options, metrics))
     except VoicegateError as error:
         launch.report.failed(str(error))
         raise SystemExit(1) from None
@@ -289,7 +320,7 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
             f" --url {ws}{TWILIO_STREAM_PATH}"
         )
-    lines.append("  health:  /healthz, /readyz, /workers; stop with Ctrl-C or SIGTERM")
+    lines.append("  health:  /healthz, /readyz, /workers, /metrics; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)
 
 

@@ -1,7 +1,8 @@
 """`voicegate vad FILE.wav [--json]`: the speech segments of a WAV file.
 
 8 and 16 kHz files are analysed at their own rate; 24 and 48 kHz files are first converted
-to 16 kHz with the streaming resampler (its latency trimmed, so times stay file-relative).
+to 16 kHz with the streaming resampler (its latency trimmed, so times stay file-relative), and
+any other rate (e.g. 44.1 kHz) with soxr, as ``transcribe`` does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import StreamResampler
 from voicegate.audio.wav import WavAudio, read_wav
-from voicegate.errors import AudioFormatError, ConfigError
+from voicegate.cli.transcribe_command import convert
+from voicegate.errors import ConfigError
 from voicegate.vad import ScorerKind, Segment, VadSettings, detect_segments
 from voicegate.vad.settings import SUPPORTED_RATES
 
@@ -75,18 +77,15 @@ def _read(path: Path) -> WavAudio:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
     audio = read_wav(path)
-    if audio.sample_rate not in {*SUPPORTED_RATES, *RESAMPLED_RATES}:
-        raise AudioFormatError(
-            f"{path}: {audio.sample_rate} Hz is not supported; voicegate vad reads WAV files "
-            "at 8000 or 16000 Hz, or at 24000 or 48000 Hz (resampled to 16000 Hz)"
-        )
     return audio
 
 
 def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
-    """The file's samples at a rate the VAD takes: its own, or 16 kHz for 24/48 kHz files."""
+    """The file's samples at a rate the VAD takes: its own, or else 16 kHz."""
     if audio.sample_rate in SUPPORTED_RATES:
         return audio.samples, audio.sample_rate
+    if audio.sample_rate not in RESAMPLED_RATES:  # e.g. 44.1 kHz, as transcribe and replay take
+        return convert(audio.samples, audio.sample_rate, WIDEBAND_RATE), WIDEBAND_RATE
     resampler = StreamResampler(audio.sample_rate, WIDEBAND_RATE)
     converted = np.concatenate([resampler.push(audio.samples), resampler.flush()])
     # The stream starts with the resampler's latency as silence: drop it so that segment

@@ -34,6 +34,7 @@ from voicegate.engine.llm.selection import (
     UnsupportedProviderError,
     select_chat_model,
 )
+from voicegate.engine.llm.timed import timed_factory
 from voicegate.engine.llm.unavailable import unavailable_factory
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.project.loader import load_project
@@ -44,6 +45,7 @@ from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
 from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
+from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
 from voicegate.gateway.redis_registry import RedisCallRegistry, RegistryOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.gateway.transport import CallLeases
@@ -247,6 +249,7 @@ def build_runner(
     stores: Stores | None = None,
     tool_loops: ToolLoops | None = None,
     plane: DialoguePlane | None = None,
+    metrics: GatewayMetrics | None = None,
     leases: CallLeases | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
@@ -255,9 +258,13 @@ def build_runner(
     :func:`open_runner`); without it the engine offers the project's local tools only.
     Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
     carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
+    With ``metrics``, the model, the synthesiser and every call's timeline feed them.
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
+    if metrics is not None:
+        model_failed = metrics.errors.labels("model").inc
+        llm = timed_factory(llm, metrics.model_first_token.observe, model_failed)
     stores = stores or open_store(settings, environ, project)
     tool_loops = tool_loops or ToolLoops()
     project_engine = ProjectEngine(
@@ -272,6 +279,9 @@ def build_runner(
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
     rate = settings.audio.session_sample_rate
+    tts = build_tts(settings.speech.tts, rate, environ)
+    if metrics is not None:
+        tts = TimedTextToSpeech(tts, metrics.tts_first_chunk.observe)
     vad = settings.vad
     if settings.turns.end_of_turn.uses_model:
         # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
@@ -279,9 +289,10 @@ def build_runner(
     services = CallServices(
         engine=engine,
         stt=build_stt(settings.speech.stt, environ),
-        tts=build_tts(settings.speech.tts, rate, environ),
+        tts=tts,
         media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
         turns=build_turns(settings.turns),
+        observer=None if metrics is None else metrics.call_listener,
         leases=leases,
     )
     session = SessionSettings(
@@ -289,6 +300,7 @@ def build_runner(
         send_ahead_ms=settings.playout.send_ahead_ms,
         barge_in=settings.barge_in,
         limits=settings.limits,
+        error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
 
@@ -304,7 +316,10 @@ def build_turns(settings: TurnSettings) -> TurnFactory:
 
 @asynccontextmanager
 async def open_runner(
-    settings: Settings, environ: Mapping[str, str] = os.environ
+    settings: Settings,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    metrics: GatewayMetrics | None = None,
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
@@ -335,6 +350,7 @@ async def open_runner(
                 stores=stores,
                 tool_loops=tool_loops,
                 plane=plane,
+                metrics=metrics,
                 leases=leases,
             )
     finally:

@@ -54,6 +54,10 @@ class ServerSettings:
     shutdown_deadline_s: float = 30.0
     workers: int = 0  # worker processes sharing the port; 0: one per CPU core
     uvloop: bool = True  # run the event loops on uvloop (libuv) rather than asyncio's own
+    # GET /metrics wants this bearer token (named environment variable); "": no token.
+    metrics_token_env: str = ""
+    # Honour X-Forwarded-Proto/Host from the proxy in front (TwiML then says wss://).
+    trusted_proxy: bool = False
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -315,6 +319,8 @@ class EngineSettings:
 
     project_dir: Path = Path("config/agent")
     llm: str = "scripted:config/agent/conversation.yml"
+    # Spoken when a turn fails (the model could not answer, even after its retries).
+    error_response: str = "Sorry, I could not get that. Could you say it again?"
 
 
 class StoreBackend(enum.Enum):
@@ -377,6 +383,7 @@ class Settings:
                 twilio.stream_secret_env if twilio.enabled else ""
             ),
             "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
+            "server.metrics_token_env": self.server.metrics_token_env,
         }
         providers = self.providers
         names.update(providers.telnyx.secret_env_names())
@@ -426,6 +433,8 @@ class Settings:
             public_url=self.server.public_url,
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
+            metrics_token=secrets.get("server.metrics_token_env"),
+            trusted_proxy=self.server.trusted_proxy,
             limits=self.limits,
             twilio=TwilioOptions(
                 parameters=twilio.parameters,

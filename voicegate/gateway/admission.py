@@ -27,7 +27,12 @@ from voicegate.gateway.calls import ActiveCall, CallRegistry
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.ratelimit import RateLimiter, SocketCounter
 from voicegate.gateway.transport import CLOSE_POLICY_VIOLATION, Refusal
-from voicegate.gateway.twiml import external_base, signature_valid, websocket_url
+from voicegate.gateway.twiml import (
+    external_base,
+    forwarded_origin,
+    signature_valid,
+    websocket_url,
+)
 
 #: The browser page's cookie: a token proving the client loaded this gateway's page.
 PAGE_COOKIE = "voicegate_page"
@@ -108,7 +113,7 @@ class RequestGuard:
         twilio = self._options.twilio
         if twilio is None or twilio.auth_token is None:
             return None
-        base = external_base(self._options.public_url, request.scheme, request.host)
+        base = request_base(self._options, request)
         signature = request.headers.get("X-Twilio-Signature", "")
         path = request.rel_url.path_qs
         for url in (websocket_url(base, "") + path, base + path):
@@ -145,6 +150,15 @@ def _key_or_page(request: web.Request, browser: BrowserOptions) -> bool:
         return False
     token = {STREAM_TOKEN_PARAMETER: cookie}
     return stream_token_problem(browser.api_key, PAGE_SUBJECT, token, time.time()) is None
+
+
+def request_base(options: GatewayOptions, request: web.Request) -> str:
+    """This gateway's URL as the provider reached it: ``public_url``, else the request's own
+    scheme and host (those of a trusted proxy's ``X-Forwarded-*`` headers, if set)."""
+    scheme, host = request.scheme, request.host
+    if options.trusted_proxy:
+        scheme, host = forwarded_origin(scheme, host, request.headers)
+    return external_base(options.public_url, scheme, host)
 
 
 def address(request: web.Request) -> str:

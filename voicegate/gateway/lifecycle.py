@@ -25,6 +25,7 @@ from aiohttp import web
 
 from voicegate.gateway.calls import CallRegistry, DrainResult
 from voicegate.gateway.loopwatch import watch_loop
+from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.server import build_app
@@ -56,16 +57,19 @@ class Gateway:
         board: Scoreboard | None = None,
         worker: int = 0,
         reuse_port: bool = False,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         """``board`` and ``worker``: this worker's slot (default: a private one-slot board);
-        ``reuse_port``: share the port with the other workers (SO_REUSEPORT)."""
+        ``reuse_port``: share the port with the other workers (SO_REUSEPORT); ``metrics``:
+        served at ``/metrics`` and fed with the calls and the loop lag."""
         self.options = options
         self.board = Scoreboard.private(options.capacity) if board is None else board
         self.worker = worker
         self.calls = CallRegistry(
             SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start
         )
-        self.app = build_app(runner, options, self.calls, board=self.board)
+        self.metrics = metrics
+        self.app = build_app(runner, options, self.calls, board=self.board, metrics=metrics)
         self._reuse_port = reuse_port
         self._app_runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -110,6 +114,8 @@ class Gateway:
     def record_lag(self, lag_ms: float) -> None:
         """One media-loop lag sample, onto this worker's slot."""
         self.board.record_lag(self.worker, lag_ms)
+        if self.metrics is not None:
+            self.metrics.record_lag(lag_ms)
 
     async def drain(
         self, deadline_s: float | None = None, *, hurry: asyncio.Event | None = None

@@ -169,6 +169,12 @@ class GatewayOptions:
     public_url: str | None = None
     capacity: int = 100
     shutdown_deadline_s: float = 30.0
+    # When set, GET /metrics wants ``Authorization: Bearer <token>`` (else 403).
+    metrics_token: str | None = field(default=None, repr=False)
+    # Behind a proxy this gateway trusts: take the scheme and host of URLs from its
+    # X-Forwarded-Proto and X-Forwarded-Host (never from an untrusted peer: it could then
+    # choose the URL that Twilio signatures are checked against).
+    trusted_proxy: bool = False
     limits: Limits = field(default_factory=Limits)
     twilio: TwilioOptions | None = field(default_factory=TwilioOptions)
     browser: BrowserOptions | None = field(default_factory=BrowserOptions)

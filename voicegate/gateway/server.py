@@ -15,6 +15,7 @@
 ``GET /healthz``            the process is alive
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
 ``GET /workers``            every worker process: pid, calls, media-loop lag histogram
+``GET /metrics``            Prometheus metrics of every worker (docs/metrics.md)
 ==========================  ============================================================
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
@@ -46,17 +47,20 @@ from voicegate.gateway.admission import (
     RequestGuard,
     StartGate,
     address,
+    request_base,
     twilio_token_check,
     twilio_token_parameter,
 )
+from voicegate.gateway.auth import bearer_valid
 from voicegate.gateway.calls import CallRegistry, run_call
+from voicegate.gateway.logcontext import about_call
+from voicegate.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner, Refusal, Transport
 from voicegate.gateway.twiml import (
     body_hash_valid,
     connect_stream_twiml,
-    external_base,
     signature_valid,
     stream_parameters,
     websocket_url,
@@ -99,15 +103,18 @@ def build_app(
     *,
     call_ids: Callable[[str], str] = new_call_id,
     board: Scoreboard | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> web.Application:
     """The application serving every route; ``calls`` admits calls and is drained to stop;
-    ``board`` (the workers' scoreboard) enables ``GET /workers``."""
-    routes = _Routes(runner, options, calls, call_ids)
+    ``board`` (the workers' scoreboard) enables ``GET /workers``, ``metrics`` ``/metrics``."""
+    routes = _Routes(runner, options, calls, call_ids, metrics)
     app = web.Application()
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
     if board is not None:
         app.router.add_get("/workers", _workers_route(board))
+    if metrics is not None:
+        app.router.add_get("/metrics", routes.metrics)
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
@@ -162,8 +169,10 @@ class _Routes:
         options: GatewayOptions,
         calls: CallRegistry,
         call_ids: Callable[[str], str],
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self._runner = runner
+        self._metrics = metrics
         self._options = options
         self._calls = calls
         self._call_ids = call_ids
@@ -194,6 +203,18 @@ class _Routes:
         }
         return web.json_response(body, status=200 if readiness.ready else 503)
 
+    async def metrics(self, request: web.Request) -> web.Response:
+        """Prometheus metrics: rate-limited per address; the bearer token when configured."""
+        assert self._metrics is not None  # the route exists only with metrics
+        too_many = self._guard.too_many(request)
+        if too_many is not None:
+            return too_many
+        token = self._options.metrics_token
+        if token is not None and not bearer_valid(request.headers.get("Authorization"), token):
+            return web.Response(status=403, text="GET /metrics wants the metrics bearer token\n")
+        body = self._metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
     async def twilio_voice(self, request: web.Request) -> web.Response:
         """Answer Twilio's voice webhook with TwiML that streams the call to ``/twilio``."""
         twilio = self._options.twilio
@@ -207,7 +228,7 @@ class _Routes:
         if not json_body:
             form = await request.post()
             fields = {name: [v for v in form.getall(name) if isinstance(v, str)] for name in form}
-        base = external_base(self._options.public_url, request.scheme, request.host)
+        base = request_base(self._options, request)
         if twilio.auth_token is not None:
             signature = request.headers.get("X-Twilio-Signature", "")
             url = base + request.rel_url.path_qs
@@ -244,7 +265,9 @@ class _Routes:
         telnyx = self._options.telnyx
         assert telnyx is not None  # the route exists only when Telnyx is enabled
         refusal = self._calls.refusal()
-        return await telnyx_texml.answer(request, telnyx, self._options.public_url, refusal)
+        return await telnyx_texml.answer(
+            request, telnyx, request_base(self._options, request), refusal
+        )
 
     async def telnyx_stream(self, request: web.Request) -> web.StreamResponse:
         """A Telnyx Media Streaming call."""
@@ -260,7 +283,7 @@ class _Routes:
         plivo = self._options.plivo
         assert plivo is not None  # the route exists only when Plivo is enabled
         refusal = self._calls.refusal()
-        return await plivo_xml.answer(request, plivo, self._options.public_url, refusal)
+        return await plivo_xml.answer(request, plivo, request_base(self._options, request), refusal)
 
     async def plivo_stream(self, request: web.Request) -> web.StreamResponse:
         """A Plivo Audio Streams call."""
@@ -276,7 +299,9 @@ class _Routes:
         vonage = self._options.vonage
         assert vonage is not None  # the route exists only when Vonage is enabled
         refusal = self._calls.refusal()
-        return await vonage_ncco.answer(request, vonage, self._options.public_url, refusal)
+        return await vonage_ncco.answer(
+            request, vonage, request_base(self._options, request), refusal
+        )
 
     async def vonage_stream(self, request: web.Request) -> web.StreamResponse:
         """A Vonage websocket leg."""
@@ -354,13 +379,18 @@ class _Routes:
             log.info("call %s refused: %s", call_id, admitted.reason)
             await refuse(transport, codec, admitted)
             return socket
-        log.info("call %s connected", call_id)
-        try:
-            gate = StartGate(self._calls, admitted, authenticate)
-            await run_call(admitted, self._runner, codec, gate)
-        finally:
-            self._calls.release(admitted)
-        log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
+        with about_call(admitted):  # every log line of the call carries its ids
+            log.info("call %s connected", call_id)
+            if self._metrics is not None:
+                self._metrics.call_started(dialect)
+            try:
+                gate = StartGate(self._calls, admitted, authenticate)
+                await run_call(admitted, self._runner, codec, gate)
+            finally:
+                self._calls.release(admitted)
+                if self._metrics is not None:
+                    self._metrics.call_ended(dialect, admitted.close_code)
+            log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
 
 

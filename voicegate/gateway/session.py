@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
     Say,
+    TurnEnded,
     TurnEvent,
     UserInput,
     event_record,
@@ -81,6 +83,9 @@ class SessionSettings:
     chunk_ms: int = 40
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
     limits: Limits = field(default_factory=Limits)
+    #: Spoken when a turn ends in error (e.g. the model failed): the caller is not left in
+    #: silence, and the call goes on (issue 18). "": say nothing.
+    error_response: str = "Sorry, I could not get that. Could you say it again?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,8 @@ class CallServices:
     stt: SpeechToText
     tts: TextToSpeech
     media: MediaFactory
+    # Makes one more timeline listener per call (gateway/metrics.py), e.g. for metrics.
+    observer: Callable[[], Callable[[Record], None]] | None = None
     #: One live session per provider call id across every node (issue 13; Redis), if set.
     leases: CallLeases | None = None
     #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
@@ -116,8 +123,9 @@ class CallSession:
         # Records not yet published to the peer; _release() sends them (browser.md §5).
         self._unpublished: deque[Record] = deque()
         limits = settings.limits
+        observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=(self._unpublished.append,),
+            listeners=(self._unpublished.append, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
@@ -411,8 +419,8 @@ class CallSession:
             await self._apologise(stream.turn_id, epoch)
         await self._finish_turn(stream.turn_id)
 
-    async def _apologise(self, turn_id: str, epoch: int) -> None:
-        apology = Say(turn_id, self._settings.apology, "model")
+    async def _apologise(self, turn_id: str, epoch: int, text: str | None = None) -> None:
+        apology = Say(turn_id, self._settings.apology if text is None else text, "model")
         self.timeline.emit(
             self._now_ms, "say", turn_id=turn_id, text=apology.text, source="gateway"
         )
@@ -425,6 +433,14 @@ class CallSession:
         self.timeline.emit(self._now_ms, **_event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
+        elif isinstance(event, TurnEnded) and event.reason == "error":
+            await self._on_turn_failed(event, epoch)
+
+    async def _on_turn_failed(self, ended: TurnEnded, epoch: int) -> None:
+        """Log the cause and say the configured response; the call goes on."""
+        log.warning("call %s turn %s failed: %s", self._call_id, ended.turn_id, ended.detail)
+        if self._settings.error_response:
+            await self._apologise(ended.turn_id, epoch, self._settings.error_response)
 
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:

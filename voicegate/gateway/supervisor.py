@@ -23,13 +23,18 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from prometheus_client.multiprocess import mark_process_dead
 
 from voicegate.gateway.lifecycle import base_url
 from voicegate.gateway.scoreboard import Scoreboard
@@ -42,6 +47,9 @@ STABLE_AFTER_S = 30.0
 #: Restart delays: the first after a healthy life, doubling per young death, capped.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0
+#: prometheus-client's multiprocess mode is switched on by this variable, read when a worker
+#: imports the library (its documented contract; it has no other way to be told).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +152,7 @@ class Supervisor:
         self._stop = asyncio.Event()
         self._failure: str | None = None
         self._listening = 0
+        self._metrics_dir: Path | None = None
 
     async def run(self, on_listening: Callable[[str], None]) -> str | None:
         """Serve until SIGTERM/SIGINT; None, or why the workers could not start.
@@ -151,7 +160,8 @@ class Supervisor:
         Raises ``OSError`` when the port cannot be reserved.
         """
         options = self._options
-        with reserve_port(options.host, options.port) as reserved:
+        with reserve_port(options.host, options.port) as reserved, metrics_directory() as metrics:
+            self._metrics_dir = metrics
             port = int(reserved.getsockname()[1])
             board = Scoreboard.create(options.workers, options.capacity)
             try:
@@ -211,6 +221,9 @@ class Supervisor:
             born = time.monotonic()
             code = await worker.exited()
             board.exited(index)
+            if self._metrics_dir is not None:
+                # Its live gauges (calls active) stop counting; its counters are kept.
+                mark_process_dead(worker.pid, str(self._metrics_dir))  # type: ignore[no-untyped-call]
             if self._stop.is_set():
                 log.info("worker %d (pid %d) exited (%s)", index, worker.pid, describe_exit(code))
                 return
@@ -241,7 +254,9 @@ class Supervisor:
         """Start worker ``index`` on a cleared slot."""
         assert board.path is not None  # the supervisor created the board
         reports, report_end = self._context.Pipe(duplex=False)
-        launch = WorkerLaunch(index, port, board.path, StartReport(report_end), self._plan)
+        launch = WorkerLaunch(
+            index, port, board.path, StartReport(report_end), self._plan, self._metrics_dir
+        )
         process = self._context.Process(
             target=self._entry, args=(launch,), name=f"voicegate-worker-{index}"
         )
@@ -253,6 +268,26 @@ class Supervisor:
         board.spawned(index, worker.pid)
         log.info("worker %d started (pid %d)", index, worker.pid)
         return worker
+
+
+@contextlib.contextmanager
+def metrics_directory() -> Iterator[Path]:
+    """A fresh directory for this run's metric files, named to the workers it spawns (through
+    :data:`MULTIPROC_ENV`, which spawned processes inherit); removed with its files at exit.
+
+    Fresh per run: files of an earlier run would add its counts to this one's.
+    """
+    path = Path(tempfile.mkdtemp(prefix="voicegate-metrics-"))
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = str(path)
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -30,6 +30,8 @@ _ATTRIBUTE_ESCAPES = {
 }
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+# A host name or IP literal with an optional port: nothing that could add a path or userinfo.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
 
 
 def xml_attribute(value: str) -> str:
@@ -71,6 +73,21 @@ def external_base(public_url: str | None, scheme: str, host: str) -> str:
     """This gateway's URL as providers see it: the configured one, else the request's."""
     base = public_url if public_url else f"{scheme}://{host}"
     return base.rstrip("/")
+
+
+def forwarded_origin(scheme: str, host: str, headers: Mapping[str, str]) -> tuple[str, str]:
+    """The scheme and host the client used, from a trusted proxy's ``X-Forwarded-*`` headers.
+
+    A proxy chain lists values comma-separated, the client-facing one first; a value that is
+    not a plain scheme or host name is ignored (the request's own is kept).
+    """
+    proto = headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    forwarded_host = headers.get("X-Forwarded-Host", "").split(",")[0].strip()
+    if proto in _WEBSOCKET_SCHEMES:
+        scheme = proto
+    if forwarded_host and _HOST.fullmatch(forwarded_host):
+        host = forwarded_host
+    return scheme, host
 
 
 def websocket_url(base: str, path: str) -> str:

@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from voicegate.gateway.lifecycle import Gateway, serve
+from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner
@@ -59,6 +60,7 @@ class WorkerLaunch:
     board_path: Path
     report: StartReport
     plan: object  # the caller's own description of what to serve (cli: settings and flags)
+    metrics_dir: Path | None = None  # this run's prometheus-client multiprocess directory
 
 
 #: The worker processes' entry point: a module-level function, so it can be pickled.
@@ -90,6 +92,7 @@ async def run_worker(
     launch: WorkerLaunch,
     runner: AbstractAsyncContextManager[CallRunner],
     options: GatewayOptions,
+    metrics: GatewayMetrics | None = None,
 ) -> None:
     """Serve as worker ``launch.index``: a gateway on the shared port and scoreboard, until
     SIGTERM (or the supervisor is gone), then drain. Startup errors propagate."""
@@ -104,6 +107,7 @@ async def run_worker(
                     board=board,
                     worker=launch.index,
                     reuse_port=True,
+                    metrics=metrics,
                 )
                 await serve(
                     gateway,

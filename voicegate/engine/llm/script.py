@@ -59,7 +59,8 @@ class ScriptTurn:
         if self.user is not None:
             parts.append(f"user: {self.user!r}")
         if self.user_pattern is not None:
-            parts.append(f"user_matches: {self.user_pattern.pattern!r}")
+            # As written in the file, not repr()'s doubled backslashes.
+            parts.append(f"user_matches: /{self.user_pattern.pattern}/")
         return " and ".join(parts) or "any input"
 
 

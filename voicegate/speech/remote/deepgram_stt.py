@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,6 +33,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 from voicegate.audio.pcm import Samples, samples_to_pcm16le
 from voicegate.errors import SpeechError
+from voicegate.retry import RETRY_STATUSES, RetryPolicy, retry_after_s
 from voicegate.speech.ports import TranscriptResult
 from voicegate.types import MediaMs
 
@@ -50,6 +52,8 @@ class DeepgramOptions:
     open_timeout_s: float = 10.0
     # After CloseStream, how long the server may take to send its last results and close.
     close_timeout_s: float = 5.0
+    # Opening the stream again after a 429/5xx or a refused connection (audio waits queued).
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class DeepgramSpeechToText:
@@ -131,6 +135,7 @@ class DeepgramStream:
             self._outgoing.put_nowait(None)
 
     async def _connect(self) -> ClientConnection:
+        """Open the stream, retrying 429/5xx and refused connections within the budget."""
         query = {
             "encoding": "linear16",
             "sample_rate": str(self._rate),
@@ -139,23 +144,40 @@ class DeepgramStream:
             "model": self._options.model,
         }
         url = f"{self._options.url}?{urlencode(query)}"
-        try:
-            return await connect(
-                url,
-                additional_headers={"Authorization": f"Token {self._api_key}"},
-                open_timeout=self._options.open_timeout_s,
-            )
-        except InvalidStatus as error:
-            response = error.response
-            excerpt = (
-                response.body.decode("utf-8", "replace")[:_EXCERPT_CHARS] if response.body else ""
-            )
-            raise SpeechError(
-                f"deepgram: {self._options.url} refused the connection: "
-                f"HTTP {response.status_code} {excerpt}".rstrip()
-            ) from None
-        except (OSError, TimeoutError, WebSocketException) as error:
-            raise SpeechError(f"deepgram: cannot connect to {self._options.url}: {error}") from None
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                return await connect(
+                    url,
+                    additional_headers={"Authorization": f"Token {self._api_key}"},
+                    open_timeout=self._options.open_timeout_s,
+                )
+            except InvalidStatus as error:
+                failure, waited = self._refused(error), _retry_after(error)
+                retryable = error.response.status_code in RETRY_STATUSES
+            except TimeoutError as error:  # the open timeout: as slow again on a retry
+                raise SpeechError(
+                    f"deepgram: cannot connect to {self._options.url}: {error}"
+                ) from None
+            except (OSError, WebSocketException) as error:
+                failure = SpeechError(f"deepgram: cannot connect to {self._options.url}: {error}")
+                waited, retryable = None, True
+            elapsed = time.monotonic() - started
+            delay = self._options.retry.delay_s(attempt, elapsed, waited) if retryable else None
+            if delay is None:
+                raise failure from None
+            attempt += 1
+            log.warning("%s; attempt %d in %.2f s", failure, attempt + 1, delay)
+            await asyncio.sleep(delay)
+
+    def _refused(self, error: InvalidStatus) -> SpeechError:
+        """The error for a refused handshake, with the status and the start of the body."""
+        response = error.response
+        excerpt = response.body.decode("utf-8", "replace")[:_EXCERPT_CHARS] if response.body else ""
+        return SpeechError(
+            f"deepgram: {self._options.url} refused the connection: "
+            f"HTTP {response.status_code} {excerpt}".rstrip()
+        )
 
     async def _send_audio(self, connection: ClientConnection) -> None:
         """Drain the queue onto the socket; after the end marker, ask Deepgram to finish."""
@@ -222,3 +244,8 @@ def _describe_close(error: ConnectionClosed) -> str:
     if frame is None:
         return "no close frame"
     return f"code {frame.code} {frame.reason}".rstrip()
+
+
+def _retry_after(error: InvalidStatus) -> float | None:
+    """The refused handshake's ``Retry-After``, in seconds."""
+    return retry_after_s(error.response.headers.get("Retry-After"))

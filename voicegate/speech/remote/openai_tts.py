@@ -21,6 +21,7 @@ import aiohttp
 from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.audio.resample import SUPPORTED_RATES, StreamResampler
 from voicegate.errors import SpeechError
+from voicegate.retry import RetryPolicy, post_retrying
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The rate of ``response_format: "pcm"`` audio.
@@ -43,8 +44,14 @@ class OpenAITextToSpeech:
     """The TTS port on an OpenAI-compatible speech endpoint, one HTTP request per text."""
 
     def __init__(
-        self, api_key: str, sample_rate: int, options: OpenAISpeechOptions | None = None
+        self,
+        api_key: str,
+        sample_rate: int,
+        options: OpenAISpeechOptions | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
+        """``retry``: how 429, 5xx and connection failures are retried before any audio
+        (default: :class:`~voicegate.retry.RetryPolicy`'s)."""
         if sample_rate not in SUPPORTED_RATES:
             raise SpeechError(
                 f"openai-tts: cannot convert to {sample_rate} Hz "
@@ -53,6 +60,7 @@ class OpenAITextToSpeech:
         self._api_key = api_key
         self._rate = sample_rate
         self._options = options or OpenAISpeechOptions()
+        self._retry = RetryPolicy() if retry is None else retry
 
     @property
     def sample_rate(self) -> int:
@@ -74,13 +82,20 @@ class OpenAITextToSpeech:
             sock_read=self._options.read_timeout_s,
         )
         try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.post(self.url, json=self._request(text), headers=self._headers()) as reply,
-            ):
-                await self._check(reply)
-                async for chunk in self._samples(reply):
-                    yield chunk
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                reply = await post_retrying(
+                    session,
+                    self.url,
+                    self._retry,
+                    json=self._request(text),
+                    headers=self._headers(),
+                )
+                try:
+                    await self._check(reply)
+                    async for chunk in self._samples(reply):
+                        yield chunk
+                finally:
+                    reply.close()  # at once, also when a barge-in closes this stream
         except (aiohttp.ClientError, TimeoutError) as error:
             detail = str(error) or type(error).__name__
             raise SpeechError(f"openai-tts: request to {self.url} failed: {detail}") from None

@@ -29,6 +29,7 @@ from voicegate.engine.llm.port import Message, StreamItem, TextDelta
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import LLMError
+from voicegate.retry import RetryPolicy, post_retrying
 
 #: How much of an error response body is read to quote it.
 ERROR_BODY_BYTES = 4096
@@ -44,23 +45,23 @@ _STATUS_HINTS = {
 class OpenAIChatLLM:
     """An LLM port on an OpenAI-compatible Chat Completions endpoint."""
 
-    def __init__(self, settings: ChatModelSettings, api_key: str = "") -> None:
+    def __init__(
+        self, settings: ChatModelSettings, api_key: str = "", retry: RetryPolicy | None = None
+    ) -> None:
+        """``retry``: how 429, 5xx and connection failures are retried before the first byte
+        (default: :class:`RetryPolicy`'s; a stream that has begun is never repeated)."""
         self._settings = settings
         self._api_key = api_key
+        self._retry = RetryPolicy() if retry is None else retry
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncGenerator[StreamItem, None]:
         """Stream one model step: text deltas as they come, then the complete tool calls."""
         body = request_body(self._settings, messages, tools)
-        endpoint = self._settings.endpoint
         with self._errors_as_llm_errors():
-            async with (
-                aiohttp.ClientSession(timeout=self._timeout()) as http,
-                http.post(
-                    endpoint, json=body, headers=self._headers(), allow_redirects=False
-                ) as response,
-            ):
+            async with aiohttp.ClientSession(timeout=self._timeout()) as http:
+                response = await self._post(http, body)
                 try:
                     await self._check_response(response)
                     parser, assembler = SseParser(), ChunkAssembler()
@@ -74,6 +75,17 @@ class OpenAIChatLLM:
                         yield call
                 finally:
                     response.close()  # at once, even mid-stream: the server sees the drop
+
+    async def _post(self, http: aiohttp.ClientSession, body: object) -> aiohttp.ClientResponse:
+        """POST the request, retrying what a retry may cure within the retry budget."""
+        return await post_retrying(
+            http,
+            self._settings.endpoint,
+            self._retry,
+            json=body,
+            headers=self._headers(),
+            redact=self._redact,
+        )
 
     @contextmanager
     def _errors_as_llm_errors(self) -> Iterator[None]:
