@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.server.server_kit import ScriptedRunner, loopback_options, twilio_start, ws_url
@@ -92,7 +93,12 @@ def _worker_calls(directory: str, calls: int) -> None:
     metrics.call_started("twilio")
 
 
-def test_workers_metrics_add_up_and_the_run_directory_is_removed() -> None:
+def test_workers_metrics_add_up_and_the_run_directory_is_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A spawned child imports this module by name: the repository root must be on the path
+    # it inherits (pytest's importlib mode does not put it there).
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     context = multiprocessing.get_context("spawn")
     with metrics_directory() as directory:
         for calls in (2, 3):
