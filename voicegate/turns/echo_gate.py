@@ -85,19 +85,29 @@ class EchoLoss:
     SAFETY_DB = 6.0
     SILENT_FLOOR_DB = -60.0
 
+    #: The 10th percentile is recomputed every this many observed frames (200 ms), not every
+    #: frame: over a 3 s window it barely moves, and a per-frame percentile cost ~14 % of a
+    #: busy worker's media loop (py-spy, bench/calls.py at 60 calls).
+    REFRESH_FRAMES = 10
+
     def __init__(self) -> None:
         self._gaps: deque[float] = deque(maxlen=self.FRAMES)
+        self._loudest: float | None = None
+        self._stale = 0
 
     def observe(self, level: float, reference: float) -> None:
         """One caller frame that can only hold echo (or nothing)."""
         self._gaps.append(reference - max(level, self.SILENT_FLOOR_DB))
+        self._stale += 1
 
     def margin(self, settings: EchoGateSettings) -> float:
         """The margin to test caller frames with now."""
         if len(self._gaps) < self.MIN_FRAMES:
             return settings.margin_db
-        loudest = float(np.percentile(np.fromiter(self._gaps, dtype=np.float64), 10))
-        return min(settings.max_margin_db, max(settings.margin_db, loudest - self.SAFETY_DB))
+        if self._loudest is None or self._stale >= self.REFRESH_FRAMES:
+            self._loudest = float(np.percentile(np.fromiter(self._gaps, dtype=np.float64), 10))
+            self._stale = 0
+        return min(settings.max_margin_db, max(settings.margin_db, self._loudest - self.SAFETY_DB))
 
 
 @dataclass(frozen=True, slots=True)
