@@ -40,7 +40,7 @@ from voicegate.codecs.events import (
     JsonValue,
     MarkReached,
 )
-from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
+from voicegate.codecs.wire import JsonObject, json_text_frame, show
 from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
 from voicegate.types import TELEPHONE_ULAW, AudioEncoding, AudioFormat
 
@@ -140,13 +140,7 @@ class PlivoCodec:
 
     def receive(self, message: str | bytes) -> list[Event]:
         """Parse one WebSocket message from Plivo into events."""
-        if isinstance(message, bytes):
-            raise RemoteProtocolError(
-                f"plivo: got a binary frame of {len(message)} bytes; "
-                "Plivo Audio Streams sends only JSON text frames"
-            )
-        check_size(message, self._max_message_bytes, "plivo")
-        data = parse_json_object(message, "plivo")
+        data = json_text_frame(message, self._max_message_bytes, "plivo", "Plivo Audio Streams")
         kind = JsonObject(data, "plivo message").text("event")
         msg = JsonObject(data, f"plivo {show(kind)} message")
         match kind:

@@ -37,7 +37,7 @@ from voicegate.codecs.events import (
     Event,
     MarkReached,
 )
-from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
+from voicegate.codecs.wire import JsonObject, json_text_frame, show
 from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
 from voicegate.types import TELEPHONE_ULAW, AudioEncoding, AudioFormat
 
@@ -136,13 +136,7 @@ class TelnyxCodec:
 
     def receive(self, message: str | bytes) -> list[Event]:
         """Parse one WebSocket message from Telnyx into events."""
-        if isinstance(message, bytes):
-            raise RemoteProtocolError(
-                f"telnyx: got a binary frame of {len(message)} bytes; "
-                "Telnyx Media Streaming sends only JSON text frames"
-            )
-        check_size(message, self._max_message_bytes, "telnyx")
-        data = parse_json_object(message, "telnyx")
+        data = json_text_frame(message, self._max_message_bytes, "telnyx", "Telnyx Media Streaming")
         kind = JsonObject(data, "telnyx message").text("event")
         msg = JsonObject(data, f"telnyx {show(kind)} message")
         match kind:

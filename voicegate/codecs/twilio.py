@@ -34,7 +34,7 @@ from voicegate.codecs.events import (
     Event,
     MarkReached,
 )
-from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
+from voicegate.codecs.wire import JsonObject, json_text_frame, show
 from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
 from voicegate.types import TELEPHONE_ULAW, AudioFormat
 
@@ -105,13 +105,7 @@ class TwilioCodec:
 
     def receive(self, message: str | bytes) -> list[Event]:
         """Parse one WebSocket message from Twilio into events."""
-        if isinstance(message, bytes):
-            raise RemoteProtocolError(
-                f"twilio: got a binary frame of {len(message)} bytes; "
-                "Twilio Media Streams sends only JSON text frames"
-            )
-        check_size(message, self._max_message_bytes, "twilio")
-        data = parse_json_object(message, "twilio")
+        data = json_text_frame(message, self._max_message_bytes, "twilio", "Twilio Media Streams")
         media = self._plain_media(data)
         if media is not None:
             return [media]

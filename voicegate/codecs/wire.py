@@ -51,6 +51,19 @@ def check_size(message: str | bytes, limit: int, context: str) -> None:
         )
 
 
+def json_text_frame(
+    message: str | bytes, limit: int, dialect: str, protocol: str
+) -> dict[str, object]:
+    """A dialect's JSON text frame as an object; binary, oversize or malformed ones refused."""
+    if isinstance(message, bytes):
+        raise RemoteProtocolError(
+            f"{dialect}: got a binary frame of {len(message)} bytes; "
+            f"{protocol} sends only JSON text frames"
+        )
+    check_size(message, limit, dialect)
+    return parse_json_object(message, dialect)
+
+
 def parse_json_object(text: str, context: str) -> dict[str, object]:
     """Decode one text frame that must hold a JSON object."""
     try:
