@@ -77,7 +77,8 @@ async def _loop(turn: Turn) -> str | None:
     session = turn.session
     earlier = session.conversation.messages(session.history.snapshot())
     this_turn: list[Message] = []
-    while await run_ready_steps(turn) is Phase.MODEL:
+    # A response that ended the call ends the turn too: nothing said after it can be heard.
+    while not turn.channel.ending and await run_ready_steps(turn) is Phase.MODEL:
         if turn.model_calls >= MAX_MODEL_STEPS:
             return f"the model took {MAX_MODEL_STEPS} steps without answering"
         offer = framework_offer(turn)
