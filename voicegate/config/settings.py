@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.call_ending import CallControlSettings
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
@@ -373,6 +374,7 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     limits: Limits = field(default_factory=Limits)
+    call_control: CallControlSettings = field(default_factory=CallControlSettings)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
@@ -389,6 +391,7 @@ class Settings:
         names.update(providers.telnyx.secret_env_names())
         names.update(providers.plivo.secret_env_names())
         names.update(providers.vonage.secret_env_names())
+        names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:

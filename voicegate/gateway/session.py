@@ -35,6 +35,7 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
+    EndCall,
     Say,
     TurnEnded,
     TurnEvent,
@@ -43,8 +44,9 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
+from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError, SpeechError
 from voicegate.gateway import bargein
+from voicegate.gateway.call_ending import CallControl
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
@@ -102,6 +104,8 @@ class CallServices:
     leases: CallLeases | None = None
     #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
     turns: TurnFactory = field(default_factory=TurnFactory)
+    #: Hangs up and transfers through the providers' APIs (issue 16); None: the socket only.
+    call_control: CallControl | None = None
 
 
 class CallSession:
@@ -143,6 +147,10 @@ class CallSession:
         self._turn: asyncio.Task[None] | None = None
         self._turn_id = ""
         self._turn_count = 0
+        self._started: CallStarted | None = None
+        # The engine ended the call: done once its turn is over and the caller heard it all.
+        self._ending: EndCall | None = None
+        self._ending_turn_over = False
 
     @property
     def call_id(self) -> str:
@@ -224,6 +232,7 @@ class CallSession:
             await self._transport.close(refusal.code, refusal.reason)
             return False
         self._call_id = started.call_id or started.stream_id
+        self._started = started
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
@@ -433,6 +442,8 @@ class CallSession:
         self.timeline.emit(self._now_ms, **_event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
+        elif isinstance(event, EndCall):
+            self._ending, self._ending_turn_over = event, False
         elif isinstance(event, TurnEnded) and event.reason == "error":
             await self._on_turn_failed(event, epoch)
 
@@ -453,6 +464,43 @@ class CallSession:
         if heard is not None:
             await self._report_heard(heard)
         await self._apply(bargein.TurnEnded(self._now_ms))
+        if self._ending is not None and self._ending.turn_id == turn_id:
+            self._ending_turn_over = True
+            await self._end_when_heard()
+
+    async def _end_when_heard(self) -> None:
+        """End the call the engine ended, once the last utterance was heard (all marks back).
+
+        Rasa's Twilio Media Streams channel does the same: hang up after the last mark
+        (shared/spec/providers.md §b.1); hanging up earlier would cut the goodbye short.
+        """
+        ending = self._ending
+        if ending is None or not self._ending_turn_over:
+            return
+        assert self._playout is not None
+        if not self._playout.idle:
+            return  # a later mark (or flush) calls again
+        self._ending = None
+        await self._end_call(ending.transfer_to)
+
+    async def _end_call(self, transfer_to: str) -> None:
+        """Hang up or transfer through the provider's API if configured, then close."""
+        action = "transfer" if transfer_to else "hangup"
+        self.timeline.emit(self._now_ms, "call_ending", action=action, transfer_to=transfer_to)
+        control, via = self._services.call_control, "socket"
+        if control is not None and self._started is not None:
+            dialect = self._codec.capabilities.dialect
+            try:
+                if await control.end(dialect, self._started, transfer_to):
+                    via = "api"
+            except (RemoteProtocolError, ConfigError) as error:
+                log.warning("call %s: the provider refused the %s: %s", self._call_id, action, error)
+                self.timeline.emit(self._now_ms, "call_control_failed", reason=str(error))
+        reason = f"transferred to {transfer_to}" if transfer_to else "the agent ended the call"
+        self.timeline.emit(self._now_ms, "call_ended_by_agent", action=action, via=via)
+        with contextlib.suppress(LocalProtocolError):
+            await self._send(Hangup(reason, transfer_to))
+        await self._transport.close(CLOSE_NORMAL, reason)
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
@@ -507,6 +555,7 @@ class CallSession:
         if news.drained:
             self.timeline.emit(self._now_ms, "bot_quiet")
             await self._apply(bargein.PlayoutDrained(self._now_ms))
+            await self._end_when_heard()
 
     async def _send_all(self, commands: list[Command]) -> None:
         for command in commands:

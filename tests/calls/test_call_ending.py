@@ -1,0 +1,80 @@
+"""The agent ends the call (issue 16): through a real gateway, after the goodbye was heard.
+
+fixtures/projects/goodbye: its goodbye response carries ``end_call``, its transfer response
+``transfer_to``. The caller is the emulated Twilio caller (marks echoed as audio plays); the
+REST hang-up and transfer go to a loopback HTTP server standing in for Twilio's API.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from tests.calls.call_kit import ROOT, gateway_for, script_of
+from tests.calls.test_bargein_calls import BALANCE, CALL_SID, cue, first, records
+from tests.server.test_call_control import fake_api
+from voicegate.callers.driver import drive
+from voicegate.callers.twilio import TwilioCaller
+from voicegate.gateway.call_ending import (
+    CallControlCredentials,
+    CallControlSettings,
+    ProviderCallControl,
+)
+from voicegate.gateway.session import CallServices
+
+GOODBYE = ROOT / "fixtures" / "projects" / "goodbye"
+ACCOUNT_SID = "AC00000000000000000000000000000042"
+
+
+def _heard_everything(timeline: list[dict[str, Any]]) -> None:
+    """The hang-up came after the caller had heard the whole goodbye (its last mark)."""
+    ending = first(timeline, "call_ending")
+    last_mark = max(r["t_ms"] for r in timeline if r["event"] == "mark_played")
+    assert ending["t_ms"] >= last_mark
+    heard = first(timeline, "heard", turn_id="t1")
+    assert heard["interrupted"] is False
+
+
+async def test_a_goodbye_hangs_up_once_heard_by_closing_the_socket(tmp_path: Path) -> None:
+    async with gateway_for(tmp_path, ["goodbye"], project=GOODBYE) as world:
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=30_000))
+        # The caller would stay 30 s more: the gateway closes first, normally.
+        assert await drive(world.url, caller, speed=4.0, max_ms=60_000) == 1000
+    timeline = records(world)
+    _heard_everything(timeline)
+    assert first(timeline, "heard", turn_id="t1")["text"] == "Thank you for calling. Goodbye!"
+    ended = first(timeline, "call_ended_by_agent")
+    assert (ended["action"], ended["via"]) == ("hangup", "socket")
+
+
+async def test_a_transfer_updates_the_twilio_call_with_a_dial_then_closes(tmp_path: Path) -> None:
+    async with fake_api() as (api, seen):
+        control = ProviderCallControl(
+            CallControlSettings(twilio_api=api, timeout_s=5),
+            CallControlCredentials(twilio_auth_token="tok"),
+        )
+        async with gateway_for(
+            tmp_path,
+            ["a person please"],
+            project=GOODBYE,
+            conversation="conversation_transfer.yml",
+        ) as world:
+            services: CallServices = world.runner.services
+            object.__setattr__(services, "call_control", control)  # frozen: set for this test
+            caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=30_000))
+            assert await drive(world.url, caller, speed=4.0, max_ms=60_000) == 1000
+    timeline = records(world)
+    _heard_everything(timeline)
+    ended = first(timeline, "call_ended_by_agent")
+    assert (ended["action"], ended["via"]) == ("transfer", "api")
+    basic = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:tok".encode()).decode()
+    assert seen == [
+        {
+            "method": "POST",
+            "path": f"/Accounts/{ACCOUNT_SID}/Calls/{CALL_SID}.json",
+            "authorization": basic,
+            "body": None,
+            "form": {"Twiml": "<Response><Dial>+15550100</Dial></Response>"},
+        }
+    ]
