@@ -23,13 +23,13 @@ from tests.codecs.codec_fuzz import (
 )
 from tests.codecs.codec_transcripts import (
     TEXT_EVENTS,
-    Step as Line,
-)
-from tests.codecs.codec_transcripts import (
     frame,
     read_steps,
     run_step,
     transcript_paths,
+)
+from tests.codecs.codec_transcripts import (
+    Step as Line,
 )
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.errors import ConfigError, LocalProtocolError

@@ -18,8 +18,8 @@ from aiohttp import web
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from voicegate.errors import ConfigError, RemoteProtocolError
 from voicegate.codecs import CallStarted
+from voicegate.errors import ConfigError, RemoteProtocolError
 from voicegate.gateway import call_control as cc
 from voicegate.gateway.call_ending import (
     CallControlCredentials,

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
+from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.expect import unmet
@@ -37,6 +38,7 @@ from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
+from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
@@ -46,7 +48,14 @@ from voicegate.gateway.server import (
     VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
+Caller = (
+    TwilioCaller
+    | BrowserCaller
+    | TelnyxCaller
+    | PlivoCaller
+    | VonageCaller
+    | ConversationRelayCaller
+)
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -55,10 +64,17 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
+TELEPHONE_RATES = {
+    "twilio": TWILIO_RATE,
+    "telnyx": 8000,
+    "plivo": 8000,
+    "vonage": 16000,
+    "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
+}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -92,6 +108,11 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
+        sid = call_id or DEFAULT_CALL_SID
+        return ConversationRelayCaller(
+            script, call_sid=sid, parameters=parameters, quiet_ms=quiet_ms
+        )
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}

@@ -107,6 +107,25 @@ class AudioSettings:
             )
 
 
+_RELAY_ATTRIBUTE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRelaySettings:
+    """``providers.twilio.conversationrelay``: the ConversationRelay (text) routes."""
+
+    enabled: bool = True
+    attributes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in self.attributes:
+            if not _RELAY_ATTRIBUTE.fullmatch(name) or name == "url":
+                raise ConfigError(
+                    f"attributes: {name!r} is not a <ConversationRelay> attribute name "
+                    "(letters and digits; url is the gateway's)"
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class TwilioSettings:
     """``providers.twilio``: the voice webhook and the Media Streams route."""
@@ -118,6 +137,7 @@ class TwilioSettings:
     stream_secret_env: str = ""
     stream_token_ttl_s: float = 300.0
     allow_unauthenticated: bool = False
+    conversationrelay: ConversationRelaySettings = field(default_factory=ConversationRelaySettings)
 
     def __post_init__(self) -> None:
         for name in ("auth_token_env", "stream_secret_env"):
@@ -428,6 +448,7 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        relay = twilio.conversationrelay
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -445,6 +466,7 @@ class Settings:
                 auth_token=twilio_auth_token,
                 stream_secret=secrets.get("providers.twilio.stream_secret_env"),
                 stream_token_ttl_s=twilio.stream_token_ttl_s,
+                relay_attributes=relay.attributes if relay.enabled else None,
             )
             if twilio.enabled
             else None,

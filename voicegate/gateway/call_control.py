@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
-from xml.sax.saxutils import escape as xml_escape
 
 import aiohttp
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from voicegate.errors import ConfigError, RemoteProtocolError
+from voicegate.gateway.twiml import dial_twiml
 
 TWILIO_API = "https://api.twilio.com/2010-04-01"
 TELNYX_API = "https://api.telnyx.com/v2"
@@ -72,9 +72,7 @@ def twilio_transfer(
     account_sid: str, auth_token: str, call_sid: str, to: str, *, api: str = TWILIO_API
 ) -> RestRequest:
     """Transfer a Twilio call: its TwiML becomes a ``<Dial>`` to ``to`` (number or SIP URI)."""
-    noun = f"<Sip>{xml_escape(to)}</Sip>" if to.lower().startswith("sip:") else xml_escape(to)
-    twiml = f"<Response><Dial>{noun}</Dial></Response>"
-    return _twilio(account_sid, auth_token, call_sid, {"Twiml": twiml}, api)
+    return _twilio(account_sid, auth_token, call_sid, {"Twiml": dial_twiml(to)}, api)
 
 
 def _twilio(sid: str, token: str, call_sid: str, form: dict[str, str], api: str) -> RestRequest:

@@ -16,7 +16,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from voicegate.codecs import (
     AcceptCall,
@@ -32,6 +31,7 @@ from voicegate.codecs import (
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
+from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
@@ -40,7 +40,6 @@ from voicegate.engine.seam import (
     TurnEnded,
     TurnEvent,
     UserInput,
-    event_record,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
@@ -52,6 +51,7 @@ from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
+from voicegate.gateway.relay_session import RelaySession, event_fields
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -439,7 +439,7 @@ class CallSession:
             log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
 
     async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
-        self.timeline.emit(self._now_ms, **_event_fields(event))
+        self.timeline.emit(self._now_ms, **event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
         elif isinstance(event, EndCall):
@@ -456,7 +456,7 @@ class CallSession:
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
             if not isinstance(event, Say):
-                self.timeline.emit(self._now_ms, **_event_fields(event))
+                self.timeline.emit(self._now_ms, **event_fields(event))
 
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playout is not None
@@ -494,7 +494,7 @@ class CallSession:
                 if await control.end(dialect, self._started, transfer_to):
                     via = "api"
             except (RemoteProtocolError, ConfigError) as error:
-                log.warning("call %s: the provider refused the %s: %s", self._call_id, action, error)
+                log.warning("call %s: %s refused: %s", self._call_id, action, error)
                 self.timeline.emit(self._now_ms, "call_control_failed", reason=str(error))
         reason = f"transferred to {transfer_to}" if transfer_to else "the agent ended the call"
         self.timeline.emit(self._now_ms, "call_ended_by_agent", action=action, via=via)
@@ -585,11 +585,6 @@ def _input(user: UserInput) -> dict[str, str]:
     return {"kind": type(user).__name__}
 
 
-def _event_fields(event: TurnEvent) -> dict[str, Any]:
-    record = event_record(event)
-    return {"event": record.pop("event"), **record}
-
-
 class SessionRunner:
     """The gateway's ``CallRunner``: one :class:`CallSession` per accepted call.
 
@@ -606,7 +601,11 @@ class SessionRunner:
 
     async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         """Run one call to its end."""
-        session = CallSession(transport, codec, self._services, self._settings, gate)
+        session: CallSession | RelaySession
+        if isinstance(codec, ConversationRelayCodec):  # text, not audio: its own session
+            session = RelaySession(transport, codec, self._services, self._settings, gate)
+        else:
+            session = CallSession(transport, codec, self._services, self._settings, gate)
         try:
             await session.run()
         finally:
