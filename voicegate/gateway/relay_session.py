@@ -10,7 +10,8 @@ design §4), and the engine hears ``utteranceUntilInterrupt``. A reply that was 
 interrupted counts as heard in full once the caller speaks again (or the call ends): Twilio
 sends no playback acknowledgements, so that is the best the gateway can know.
 
-The timeline's clock is the wall clock since the call opened (ms): there are no media frames.
+The timeline's clock is the wall clock since the call opened (ms; times
+``limits.media_max_speed``, which a fast replay raises): there are no media frames.
 When the engine ends or transfers the call (``EndCall``), the session sends ``end`` after the
 reply's last token, with ``handoffData`` that voicegate's ``<Connect action>`` answers with a
 ``<Dial>`` (transfer) or a ``<Hangup/>`` (gateway/conversationrelay_twiml.py).
@@ -89,7 +90,11 @@ class RelaySession:
 
     @property
     def _now_ms(self) -> int:
-        return round((asyncio.get_running_loop().time() - self._opened) * 1000)
+        # No media frames count time here: the wall clock since the call opened, sped up as
+        # far as the gateway lets a peer's clock run ahead (limits.media_max_speed; 1 in
+        # production), so a fast replay's timeline lines up with its caller's media clock.
+        elapsed = asyncio.get_running_loop().time() - self._opened
+        return round(elapsed * 1000 * self._settings.limits.media_max_speed)
 
     async def run(self) -> None:
         """Serve the call until Twilio closes it, the engine ends it or a limit is broken."""
@@ -248,12 +253,14 @@ class RelaySession:
         await self._transport.close(CLOSE_NORMAL, reason)
 
     async def _shutdown(self) -> None:
-        if self._turn is not None and not self._turn.done():
+        """Stop the turn; a finished reply counts as heard, one cut short as not heard."""
+        running = self._turn is not None and not self._turn.done()
+        if self._turn is not None and running:
             self._turn.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait([self._turn])
         if self._unheard is not None and self._engine_open:
-            await self._report_heard(self._unheard[1], interrupted=False)
+            await self._report_heard(self._unheard[1], interrupted=running)
         if self._call_id:
             with contextlib.suppress(LocalProtocolError):
                 for message in self._codec.send(Hangup("call over")):
