@@ -14,7 +14,9 @@ from typing import Any
 from tests.calls.call_kit import ROOT, gateway_for, script_of
 from tests.calls.test_bargein_calls import BALANCE, CALL_SID, cue, first, records
 from tests.server.test_call_control import fake_api
+from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
+from voicegate.callers.script import CallerScript
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.gateway.call_ending import (
     CallControlCredentials,
@@ -78,3 +80,16 @@ async def test_a_transfer_updates_the_twilio_call_with_a_dial_then_closes(tmp_pa
             "form": {"Twiml": "<Response><Dial>+15550100</Dial></Response>"},
         }
     ]
+
+
+async def test_a_browser_hears_the_goodbye_then_a_stop_that_says_why(tmp_path: Path) -> None:
+    async with gateway_for(tmp_path, ["goodbye"], project=GOODBYE) as world:
+        balance = cue(BALANCE, at_ms=300)  # 8 kHz: the browser captures at 8 kHz here
+        caller = BrowserCaller(CallerScript([balance], 8000, tail_ms=30_000))
+        browser_url = world.url.removesuffix("/twilio") + "/browser"
+        assert await drive(browser_url, caller, speed=4.0, max_ms=60_000) == 1000
+    assert caller.stopped_reason == "the agent ended the call"
+    timeline = world.runner.timeline(caller.call_id)
+    assert timeline is not None
+    ended = first(list(timeline.records), "call_ended_by_agent")
+    assert (ended["action"], ended["via"]) == ("hangup", "socket")
