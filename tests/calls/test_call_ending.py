@@ -92,4 +92,4 @@ async def test_a_browser_hears_the_goodbye_then_a_stop_that_says_why(tmp_path: P
     timeline = world.runner.timeline(caller.call_id)
     assert timeline is not None
     ended = first(list(timeline.records), "call_ended_by_agent")
-    assert (ended["action"], ended["via"]) == ("hangup", "socket")
+    assert (ended["action"], ended["via"]) == ("hangup", "stop")

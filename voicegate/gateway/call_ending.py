@@ -14,20 +14,61 @@ own ``auth_token_env``); the CLI resolves them into :class:`CallControlCredentia
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import aiohttp
 
-from voicegate.codecs import CallStarted
-from voicegate.errors import ConfigError, RemoteProtocolError
+from voicegate.codecs import CallStarted, Codec, Hangup
+from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
 from voicegate.gateway import call_control as cc
+from voicegate.gateway.transport import CLOSE_NORMAL, Transport
 
 log = logging.getLogger(__name__)
+
+
+#: Puts one record on the call's timeline (at the session's current time).
+Emit = Callable[..., Any]
+
+
+async def hang_up(
+    transfer_to: str,
+    *,
+    codec: Codec,
+    transport: Transport,
+    emit: Emit,
+    control: CallControl | None = None,
+    started: CallStarted | None = None,
+) -> None:
+    """End (or transfer) the call the engine ended, the caller having heard it all.
+
+    Through the provider's API when ``control`` has one for this dialect, then the dialect's
+    hang-up message if it has one (browser ``stop``, ConversationRelay ``end`` with the
+    transfer in ``handoffData``), then the socket closes normally. A refused API request is
+    logged and on the timeline; the socket closes all the same.
+    """
+    action = "transfer" if transfer_to else "hangup"
+    emit("call_ending", action=action, transfer_to=transfer_to)
+    capabilities = codec.capabilities
+    via = capabilities.hangup_verb or "socket"
+    if control is not None and started is not None:
+        try:
+            if await control.end(capabilities.dialect, started, transfer_to):
+                via = "api"
+        except (RemoteProtocolError, ConfigError) as error:
+            log.warning("call %s: the %s was refused: %s", started.call_id, action, error)
+            emit("call_control_failed", reason=str(error))
+    reason = f"transferred to {transfer_to}" if transfer_to else "the agent ended the call"
+    emit("call_ended_by_agent", action=action, via=via)
+    with contextlib.suppress(LocalProtocolError):
+        for message in codec.send(Hangup(reason, transfer_to)):
+            await transport.send(message)
+    await transport.close(CLOSE_NORMAL, reason)
 
 
 class CallControl(Protocol):

@@ -40,8 +40,9 @@ from voicegate.engine.seam import (
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
 from voicegate.errors import LocalProtocolError, RemoteProtocolError
+from voicegate.gateway.call_ending import hang_up
 from voicegate.gateway.timeline import Timeline
-from voicegate.gateway.transport import CLOSE_NORMAL, CallGate, Transport, close_code_for
+from voicegate.gateway.transport import CallGate, Transport, close_code_for
 from voicegate.gateway.watchdog import Watchdog
 
 if TYPE_CHECKING:  # session.py imports this module to run ConversationRelay calls
@@ -244,13 +245,12 @@ class RelaySession:
 
     async def _end_call(self, transfer_to: str) -> None:
         """``end`` with handoff data, then close: the engine ended or transferred the call."""
-        action = "transfer" if transfer_to else "hangup"
-        self.timeline.emit(self._now_ms, "call_ending", action=action, transfer_to=transfer_to)
-        reason = f"transferred to {transfer_to}" if transfer_to else "the agent ended the call"
-        for message in self._codec.send(Hangup(reason, transfer_to)):
-            await self._transport.send(message)
-        self.timeline.emit(self._now_ms, "call_ended_by_agent", action=action, via="end")
-        await self._transport.close(CLOSE_NORMAL, reason)
+        await hang_up(
+            transfer_to,
+            codec=self._codec,
+            transport=self._transport,
+            emit=lambda event, **fields: self.timeline.emit(self._now_ms, event, **fields),
+        )
 
     async def _shutdown(self) -> None:
         """Stop the turn; a finished reply counts as heard, one cut short as not heard."""

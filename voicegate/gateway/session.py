@@ -43,9 +43,9 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError, SpeechError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
 from voicegate.gateway import bargein
-from voicegate.gateway.call_ending import CallControl
+from voicegate.gateway.call_ending import CallControl, hang_up
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
@@ -484,23 +484,14 @@ class CallSession:
         await self._end_call(ending.transfer_to)
 
     async def _end_call(self, transfer_to: str) -> None:
-        """Hang up or transfer through the provider's API if configured, then close."""
-        action = "transfer" if transfer_to else "hangup"
-        self.timeline.emit(self._now_ms, "call_ending", action=action, transfer_to=transfer_to)
-        control, via = self._services.call_control, "socket"
-        if control is not None and self._started is not None:
-            dialect = self._codec.capabilities.dialect
-            try:
-                if await control.end(dialect, self._started, transfer_to):
-                    via = "api"
-            except (RemoteProtocolError, ConfigError) as error:
-                log.warning("call %s: %s refused: %s", self._call_id, action, error)
-                self.timeline.emit(self._now_ms, "call_control_failed", reason=str(error))
-        reason = f"transferred to {transfer_to}" if transfer_to else "the agent ended the call"
-        self.timeline.emit(self._now_ms, "call_ended_by_agent", action=action, via=via)
-        with contextlib.suppress(LocalProtocolError):
-            await self._send(Hangup(reason, transfer_to))
-        await self._transport.close(CLOSE_NORMAL, reason)
+        await hang_up(
+            transfer_to,
+            codec=self._codec,
+            transport=self._transport,
+            emit=lambda event, **fields: self.timeline.emit(self._now_ms, event, **fields),
+            control=self._services.call_control,
+            started=self._started,
+        )
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
