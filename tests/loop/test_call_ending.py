@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.loop.loop_kit import AGENT, Chat, said, skill_md, write_project
-from voicegate.engine.seam import EndCall, TurnEnded, event_record
+from voicegate.engine.seam import CallInfo, EndCall, Transcript, TurnEnded, event_record
+from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 
 ONE_ACTION = ":::ordered_block id=main\nsteps:\n  - id: say\n    action: {}\n:::\n"
 PROJECT = {
@@ -58,3 +59,21 @@ async def test_a_transfer_response_names_its_destination(tmp_path: Path) -> None
     ending = [e for e in events if isinstance(e, EndCall)]
     assert [e.transfer_to for e in ending] == ["+15550100"]
     assert event_record(ending[0])["transfer_to"] == "+15550100"
+
+
+async def test_end_call_crosses_the_dialogue_plane(tmp_path: Path) -> None:
+    # The gateway runs the engine on its own thread (gateway/dialogue.py): EndCall reaches the
+    # media loop like any other event, in order, before the turn's end.
+    chat = Chat(write_project(tmp_path, PROJECT), [{"calls": [{"activate": {"flow_id": "bye"}}]}])
+    plane = DialoguePlane()
+    plane.start()
+    try:
+        threaded = ThreadedEngine(chat.engine, plane)
+        await threaded.open(CallInfo("c1"))
+        async with threaded.turn("c1", Transcript("bye")) as stream:
+            events = [event async for event in stream]
+        await threaded.close("c1")
+    finally:
+        plane.stop()
+    assert [type(e).__name__ for e in events] == ["Say", "Say", "EndCall", "TurnEnded"]
+    assert events[2] == EndCall(stream.turn_id, "")
