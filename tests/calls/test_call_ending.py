@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.calls.call_kit import ROOT, gateway_for, script_of
-from tests.calls.test_bargein_calls import BALANCE, CALL_SID, cue, first, records
+from tests.calls.test_bargein_calls import BALANCE, CALL_SID, INTERRUPTION, cue, first, records
 from tests.server.test_call_control import fake_api
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
@@ -93,3 +93,22 @@ async def test_a_browser_hears_the_goodbye_then_a_stop_that_says_why(tmp_path: P
     assert timeline is not None
     ended = first(list(timeline.records), "call_ended_by_agent")
     assert (ended["action"], ended["via"]) == ("hangup", "stop")
+
+
+async def test_a_barge_in_into_the_goodbye_keeps_the_call_going(tmp_path: Path) -> None:
+    async with gateway_for(
+        tmp_path,
+        ["goodbye", "wait, one more thing"],
+        project=GOODBYE,
+        conversation="conversation_twice.yml",
+    ) as world:
+        barge = cue(INTERRUPTION, after_bot_speech=1, delay_ms=400)
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), barge, tail_ms=30_000))
+        assert await drive(world.url, caller, speed=4.0, max_ms=60_000) == 1000
+    timeline = records(world)
+    # The first goodbye was cut short: no hang-up then; the second was heard, and ended it.
+    assert first(timeline, "heard", turn_id="t1")["interrupted"] is True
+    ending = first(timeline, "call_ending")
+    assert ending["t_ms"] > first(timeline, "turn_started", turn_id="t2")["t_ms"]
+    assert [r["event"] for r in timeline].count("call_ending") == 1
+    assert first(timeline, "heard", turn_id="t2")["interrupted"] is False

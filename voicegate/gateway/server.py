@@ -3,9 +3,7 @@
 ==========================  ============================================================
 ``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
-``GET /conversationrelay``  Twilio ConversationRelay WebSocket, text (providers.md §b.2)
-``POST /conversationrelay/voice``  voice webhook: TwiML ``<Connect><ConversationRelay>``
-``POST /conversationrelay/action`` the ``<Connect action>``: ``<Dial>`` a transfer or hang up
+``GET /conversationrelay`` Twilio ConversationRelay WebSocket, text (providers.md §b.2)
 ``GET /telnyx``             Telnyx Media Streaming WebSocket (docs/protocols/telnyx.md)
 ``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
 ``GET /plivo``              Plivo Audio Streams WebSocket (docs/protocols/plivo.md)
@@ -20,6 +18,10 @@
 ``GET /workers``            every worker process: pid, calls, media-loop lag histogram
 ``GET /metrics``            Prometheus metrics of every worker (docs/metrics.md)
 ==========================  ============================================================
+
+ConversationRelay's webhooks are ``POST /conversationrelay/voice`` (TwiML
+``<Connect><ConversationRelay>``) and ``POST /conversationrelay/action`` (the ``<Connect
+action>``: ``<Dial>`` a transfer, else hang up; docs/protocols/conversationrelay.md).
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
 :class:`~voicegate.gateway.transport.Transport`, to the one :class:`CallRunner` the

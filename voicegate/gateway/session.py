@@ -371,6 +371,7 @@ class CallSession:
             epoch=cancel.epoch,
         )
         turn, turn_id = self._turn, self._turn_id
+        self._ending = None  # the caller cut into the goodbye: they have more to say
         if turn is not None and not turn.done():
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)

@@ -89,7 +89,6 @@ def _end_call(turn: Turn, variant: Variant) -> None:
     transfer_to = variant.metadata.get(TRANSFER_TO) or ""
     if variant.metadata.get(END_CALL) is True or transfer_to:
         turn.channel.end_call(str(transfer_to))
-        turn.wait = True
 
 
 def source_owner(turn: Turn, preferred: str | None, tool: str) -> str | None:
