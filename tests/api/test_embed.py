@@ -68,12 +68,14 @@ async def test_mounted_routes_serve_a_call_beside_the_apps_own(tmp_path: Path) -
 
 async def test_a_reply_function_is_cancelled_at_its_await_and_failures_end_the_turn() -> None:
     reached: list[str] = []
+    waiting = asyncio.Event()
 
     async def reply(text: str, call: voicegate.Conversation) -> AsyncIterator[str]:
         if text == "fail":
             raise RuntimeError("backend down")
         yield "First."
         try:
+            waiting.set()
             await asyncio.sleep(60)
         except asyncio.CancelledError:
             reached.append("cancelled at the await")
@@ -91,9 +93,7 @@ async def test_a_reply_function_is_cancelled_at_its_await_and_failures_end_the_t
                 seen.append(event)
 
     task = asyncio.create_task(iterate())
-    while not seen:
-        await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await waiting.wait()  # the reply is suspended at its await, "First." delivered
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
