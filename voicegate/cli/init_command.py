@@ -18,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
     """Register ``voicegate init``."""
     parser = subparsers.add_parser(
         "init",
-        help="write a starter project (settings and an agent) into a new directory",
+        help="write a starter project into a new directory",
         description="Write DIR/config/voicegate.yml and the demo agent DIR/config/agent; "
         "then `cd DIR && voicegate serve`.",
     )
