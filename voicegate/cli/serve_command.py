@@ -325,6 +325,8 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
             f" --url {ws}{TWILIO_STREAM_PATH}"
         )
+    if options.call_logs is not None:
+        lines.append(f"  calls:   {base}/calls (live and recent calls, their timelines)")
     lines.append("  health:  /healthz, /readyz, /workers, /metrics; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)
 
