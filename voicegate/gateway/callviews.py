@@ -115,7 +115,7 @@ def summary(path: Path) -> dict[str, Any] | None:
     return {
         "call_id": path.stem,
         "dialect": opened.get("dialect"),
-        "provider_call_id": started.get("call_id"),
+        "provider_call_id": started.get("call_id") or (closed or {}).get("provider_call_id"),
         "started_at": opened.get("started_at"),
         "state": _state(opened, closed),
         "ended_at": None if closed is None else closed.get("ended_at"),
