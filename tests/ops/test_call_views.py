@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.server.server_kit import ScriptedRunner, running_gateway
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.gateway.calllog import CallLogOptions, CallLogs
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 
 CALL_SID = "CA00000000000000000000000000000042"
@@ -185,3 +187,16 @@ def test_a_call_log_is_bounded_and_the_directory_pruned(tmp_path: Path) -> None:
     assert lines[-1]["event"] == "call_closed"
     assert lines[-1]["provider_call_id"] == "CA4"
     assert sum(len(json.dumps(r)) + 1 for r in lines[:-2]) <= 2000
+
+
+async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:
+    limits = replace(Limits(), requests_per_ip_per_s=0.001, requests_per_ip_burst=2)
+    async with (
+        running_gateway(ScriptedRunner(), call_logs=CallLogOptions(tmp_path), limits=limits) as gw,
+        aiohttp.ClientSession() as session,
+    ):
+        statuses = []
+        for _ in range(3):
+            async with session.get(gw.base_url + "/calls?format=json") as reply:
+                statuses.append(reply.status)
+    assert statuses == [200, 200, 429]

@@ -10,7 +10,8 @@ Everything is read from the call logs (gateway/calllog.py), so any worker of ``v
 serve --workers N`` shows the calls of all of them, for every provider. The page polls
 ``records`` with the offset it reached until the log says ``call_closed``.
 
-Call content is personal data (transcripts), so every route is authenticated: with a token
+Call content is personal data (transcripts), so every route is rate-limited per address like
+the rest of the ingress, and authenticated: with a token
 (``server.calls_token_env``) the request needs ``Authorization: Bearer <token>``, or HTTP
 Basic with the token as password (what a browser asks for, RFC 7617); without one, only
 clients on this machine are served, and never through a proxy. Ids that could not name a
@@ -27,6 +28,7 @@ import hmac
 import ipaddress
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +176,15 @@ class CallViews:
     """The ``/calls`` handlers over one directory of call logs."""
 
     def __init__(
-        self, options: CallLogOptions, token: str | None, behind_proxy: bool, static: Path
+        self,
+        options: CallLogOptions,
+        token: str | None,
+        behind_proxy: bool,
+        static: Path,
+        too_many: Callable[[web.Request], web.Response | None] = lambda request: None,
     ) -> None:
+        """``too_many``: the ingress's per-address rate limit (429), as for ``/metrics``."""
+        self._too_many = too_many
         self._options = options
         self._token = token
         self._behind_proxy = behind_proxy
@@ -188,6 +197,9 @@ class CallViews:
         app.router.add_get("/calls/{call_id}/records", self.records)
 
     def _refusal(self, request: web.Request) -> web.Response | None:
+        too_many = self._too_many(request)
+        if too_many is not None:
+            return too_many
         return calls_access(request, self._token, self._behind_proxy)
 
     async def list_calls(self, request: web.Request) -> web.StreamResponse:

@@ -53,7 +53,7 @@ from voicegate.gateway.admission import (
     twilio_token_parameter,
 )
 from voicegate.gateway.auth import bearer_valid
-from voicegate.gateway.calllog import CallLog, CallLogs
+from voicegate.gateway.calllog import CallLog, CallLogOptions, CallLogs
 from voicegate.gateway.calls import ActiveCall, CallRegistry, run_call
 from voicegate.gateway.callviews import CallViews
 from voicegate.gateway.logcontext import about_call
@@ -139,8 +139,7 @@ def build_app(
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
     if options.call_logs is not None:
-        views = CallViews(options.call_logs, options.calls_token, options.trusted_proxy, STATIC_DIR)
-        views.add_routes(app)
+        routes.call_views(options.call_logs).add_routes(app)
     if options.browser is not None or options.call_logs is not None:
         app.router.add_get("/static/{name}", page_file)
     return app
@@ -191,6 +190,12 @@ class _Routes:
         self._call_ids = call_ids
         self._guard = RequestGuard(options)
         self._twilio_check = None if options.twilio is None else twilio_token_check(options.twilio)
+
+    def call_views(self, logs: CallLogOptions) -> CallViews:
+        """The ``/calls`` handlers, behind this ingress's rate limit."""
+        options = self._options
+        token, proxy = options.calls_token, options.trusted_proxy
+        return CallViews(logs, token, proxy, STATIC_DIR, self._guard.too_many)
 
     async def browser_page(self, request: web.Request) -> web.StreamResponse:
         """The browser client: talk to the gateway from a web page."""
