@@ -15,8 +15,10 @@ import pytest
 from aiohttp import web
 
 import voicegate
+from voicegate.cli.demo import DEMO_PROJECT, demo_root
 from voicegate.cli.init_command import init_project
-from voicegate.cli.main import main
+from voicegate.cli.main import build_parser, main
+from voicegate.cli.serve_command import ServePlan, build_runner
 from voicegate.engine.seam import CallInfo, Say, Transcript, TurnEnded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +132,20 @@ def test_importing_voicegate_loads_nothing_heavy() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "['voicegate']"
+
+
+def test_serve_outside_a_project_runs_the_packaged_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = build_parser("serve").parse_args(["serve"])
+    settings = ServePlan.from_args(args, build_runner).settings()
+    assert settings.engine.project_dir == demo_root() / "agent"
+    assert settings.engine.llm == f"scripted:{demo_root() / 'agent' / 'conversation.yml'}"
+    assert (settings.engine.project_dir / "agent.yml").is_file()
+    # A settings file of the user's is taken as written: no demo in place of their project.
+    mine = tmp_path / "voicegate.yml"
+    mine.write_text("server:\n  port: 0\n", encoding="utf-8")
+    args = build_parser("serve").parse_args(["serve", "--config", str(mine)])
+    assert ServePlan.from_args(args, build_runner).settings().engine.project_dir == DEMO_PROJECT
+    assert voicegate.load_settings(mine).engine.project_dir == DEMO_PROJECT
