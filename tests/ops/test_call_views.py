@@ -17,13 +17,15 @@ import pytest
 
 from tests.calls.call_kit import FAST_REPLAY_LIMITS, cue, gateway_for, script_of, settled
 from tests.server.server_kit import ScriptedRunner, running_gateway
-from voicegate.callers.driver import drive
+from voicegate.callers.driver import EmulatedCaller, drive
+from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.gateway.calllog import CallLogOptions, CallLogs
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 
 CALL_SID = "CA00000000000000000000000000000042"
+TELNYX_CALL = "v3:emulated-telnyx-call-0000000000000042"
 
 
 async def get_json(session: aiohttp.ClientSession, url: str) -> Any:
@@ -44,6 +46,22 @@ async def listed(session: aiohttp.ClientSession, base: str, state: str) -> dict[
 
 
 async def test_a_twilio_call_is_listed_live_then_ended_with_its_timeline(tmp_path: Path) -> None:
+    await live_then_ended(tmp_path, "twilio", CALL_SID)
+
+
+async def test_a_telnyx_call_is_shown_the_same_way(tmp_path: Path) -> None:
+    await live_then_ended(tmp_path, "telnyx", TELNYX_CALL)
+
+
+def caller_for(dialect: str) -> EmulatedCaller:
+    script = script_of(cue("synth/festival/balance_8k.wav", at_ms=300))
+    if dialect == "twilio":
+        return TwilioCaller(script)
+    return TelnyxCaller(script, call_control_id=TELNYX_CALL)
+
+
+async def live_then_ended(tmp_path: Path, dialect: str, provider_id: str) -> None:
+    """A call of ``dialect`` appears live in /calls, then ended, its log the whole timeline."""
     logs = CallLogOptions(tmp_path / "calls")
     options = GatewayOptions(
         port=0, twilio=TwilioOptions(), browser=BrowserOptions(), call_logs=logs
@@ -51,10 +69,10 @@ async def test_a_twilio_call_is_listed_live_then_ended_with_its_timeline(tmp_pat
     run = gateway_for(tmp_path, ["check my balance"], options=options, limits=FAST_REPLAY_LIMITS)
     async with run as world, aiohttp.ClientSession() as session:
         base = world.gateway.base_url
-        caller = TwilioCaller(script_of(cue("synth/festival/balance_8k.wav", at_ms=300)))
-        call = asyncio.create_task(drive(world.url, caller, speed=3.0, max_ms=30_000))
+        url = world.url.removesuffix("/twilio") + "/" + dialect
+        call = asyncio.create_task(drive(url, caller_for(dialect), speed=3.0, max_ms=30_000))
         live = await listed(session, base, "live")
-        assert live["dialect"] == "twilio"
+        assert live["dialect"] == dialect
         records_url = f"{base}/calls/{live['call_id']}/records"
         # While the call runs, its records are served from the log as they are written.
         early = await get_json(session, records_url + "?offset=0")
@@ -68,7 +86,7 @@ async def test_a_twilio_call_is_listed_live_then_ended_with_its_timeline(tmp_pat
         ended = await listed(session, base, "ended")
         rest = await get_json(session, f"{records_url}?offset={early['offset']}")
     assert ended["call_id"] == live["call_id"]
-    assert ended["provider_call_id"] == CALL_SID
+    assert ended["provider_call_id"] == provider_id
     assert ended["close_code"] == 1000
     assert rest["ended"]
     shown = early["records"] + rest["records"]
@@ -79,7 +97,7 @@ async def test_a_twilio_call_is_listed_live_then_ended_with_its_timeline(tmp_pat
     events = [r["event"] for r in written]
     assert events[0] == "call_connected"
     assert events[-1] == "call_closed"
-    timeline = world.runner.timeline(CALL_SID)
+    timeline = world.runner.timeline(provider_id)
     assert timeline is not None
     assert written[1:-1] == [json.loads(json.dumps(r, default=str)) for r in timeline.records]
     assert "say" in events
