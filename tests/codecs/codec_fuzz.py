@@ -71,6 +71,10 @@ KNOWN_KEYS = [
     "content-type",
     "uuid",
     "action",
+    # Exotel (providers.md §b.6)
+    "stream_sid",
+    "call_sid",
+    "bit_rate",
 ]
 Path = tuple[str | int, ...]
 

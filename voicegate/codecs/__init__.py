@@ -1,8 +1,9 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
-One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``), each a
-small class holding one call's protocol state; the events, commands and capabilities they
-share live in ``events``, ``commands`` and ``base``. Codecs never do I/O and never transcode
+One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
+``exotel``, ...), each a small class holding one call's protocol state; the events, commands
+and capabilities they share live in ``events``, ``commands`` and ``base``, the per-call
+bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and never transcode
 audio (design §3).
 """
 
@@ -27,6 +28,7 @@ from voicegate.codecs.events import (
     Event,
     MarkReached,
 )
+from voicegate.codecs.exotel import ExotelCodec
 from voicegate.codecs.plivo import PlivoCodec
 from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
@@ -45,6 +47,7 @@ __all__ = [
     "Command",
     "DtmfReceived",
     "Event",
+    "ExotelCodec",
     "FrameLimits",
     "Hangup",
     "MarkReached",
