@@ -95,3 +95,18 @@ def test_vonage_settings_become_options_with_the_resolved_secret() -> None:
     assert vonage.content_type == "audio/l16;rate=8000"
     with pytest.raises(ConfigError, match=r"providers\.vonage: vonage content_type must be"):
         parse_settings("providers:\n  vonage:\n    content_type: audio/pcmu\n")
+
+
+def test_exotel_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  exotel:\n    username: bot\n    password_env: EXOTEL_PW\n"
+        "    sample_rate: 16000\n    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {"providers.exotel.password_env": "EXOTEL_PW"}
+    exotel = settings.gateway_options(secrets={"providers.exotel.password_env": "pw"}).exotel
+    assert exotel is not None
+    assert (exotel.username, exotel.password, exotel.sample_rate) == ("bot", "pw", 16000)
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  exotel:\n    username: bot\n")
+    with pytest.raises(ConfigError, match="sample_rate must be one of"):
+        parse_settings("providers:\n  exotel:\n    sample_rate: 44100\n")

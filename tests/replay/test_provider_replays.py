@@ -14,7 +14,12 @@ import pytest
 from tests.replay.replay_kit import CALLS, ROOT, read_jsonl
 from voicegate.cli.main import main
 
-FLUSH_VERBS = {"telnyx": "clear", "plivo": "clearAudio", "vonage": '{"action":"clear"}'}
+FLUSH_VERBS = {
+    "telnyx": "clear",
+    "plivo": "clearAudio",
+    "vonage": '{"action":"clear"}',
+    "exotel": "clear",
+}
 
 
 @pytest.fixture(autouse=True)

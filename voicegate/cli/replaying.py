@@ -26,6 +26,7 @@ from websockets.exceptions import WebSocketException
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
@@ -40,13 +41,14 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
+    EXOTEL_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
     VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
+Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller | ExotelCaller
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -55,10 +57,17 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "exotel": EXOTEL_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
+TELEPHONE_RATES = {
+    "twilio": TWILIO_RATE,
+    "telnyx": 8000,
+    "plivo": 8000,
+    "vonage": 16000,
+    "exotel": 8000,  # the applet's default ?sample-rate
+}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -92,6 +101,8 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
+        return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}

@@ -22,10 +22,12 @@ from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
+    DEFAULT_EXOTEL_FIELDS,
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
+    ExotelOptions,
     GatewayOptions,
     PlivoOptions,
     TelnyxOptions,
@@ -287,6 +289,50 @@ class VonageSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ExotelSettings:
+    """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.exotel.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.exotel.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.exotel needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> ExotelOptions:
+        """The server's Exotel options, with the secret the CLI resolved."""
+        return ExotelOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.exotel.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -295,6 +341,7 @@ class ProvidersSettings:
     telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
     plivo: PlivoSettings = field(default_factory=PlivoSettings)
     vonage: VonageSettings = field(default_factory=VonageSettings)
+    exotel: ExotelSettings = field(default_factory=ExotelSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +436,7 @@ class Settings:
         names.update(providers.telnyx.secret_env_names())
         names.update(providers.plivo.secret_env_names())
         names.update(providers.vonage.secret_env_names())
+        names.update(providers.exotel.secret_env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -406,7 +454,8 @@ class Settings:
             problems.append("providers.twilio needs auth_token_env and stream_secret_env")
         if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
             problems.append("providers.browser needs api_key_env")
-        for section in (self.providers.telnyx, self.providers.plivo, self.providers.vonage):
+        providers = self.providers
+        for section in (providers.telnyx, providers.plivo, providers.vonage, providers.exotel):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -425,6 +474,7 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        exotel = self.providers.exotel
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -455,4 +505,5 @@ class Settings:
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
             plivo=plivo.options(secrets) if plivo.enabled else None,
             vonage=vonage.options(secrets) if vonage.enabled else None,
+            exotel=exotel.options(secrets) if exotel.enabled else None,
         )

@@ -59,6 +59,21 @@ def chunk_for(chunk_ms: int, frame_ms: int, send_ahead_ms: int) -> int:
     return max(frame_ms, min(chunk_ms // frame_ms * frame_ms, most))
 
 
+def provider_pace(
+    chunk_ms: int, send_ahead_ms: int, *, frame_ms: int, min_bytes: int, bytes_per_ms: int
+) -> tuple[int, int]:
+    """Chunk and send-ahead, lifted for a provider that wants ``min_bytes`` per message.
+
+    Exotel asks for at least 3.2 kB per media message (codecs/exotel.py): the chunk grows to
+    the whole frames holding that much, and the send-ahead to two chunks, so one chunk is
+    queued at the provider while the previous one plays. Other providers are unchanged.
+    """
+    least = -(-min_bytes // (bytes_per_ms * frame_ms)) * frame_ms
+    if least <= chunk_ms:
+        return chunk_ms, send_ahead_ms
+    return least, max(send_ahead_ms, 2 * least)
+
+
 class Playout:
     """The queue of bot audio for one call, released in ``chunk_ms`` pieces on media time."""
 

@@ -9,6 +9,8 @@
 ``POST /plivo/answer``      Plivo answer webhook: Plivo XML streaming the call to ``/plivo``
 ``GET /vonage``             Vonage Voice API WebSocket (docs/protocols/vonage.md)
 ``GET|POST /vonage/answer`` Vonage answer webhook: an NCCO connecting the call to ``/vonage``
+``GET /exotel``             Exotel Voicebot applet stream (docs/protocols/exotel.md)
+``GET /exotel/url``         Exotel applet's dynamic URL: ``{"url": ...}`` for ``/exotel``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -35,13 +37,14 @@ from aiohttp import web
 from voicegate.codecs import (
     BrowserCodec,
     Codec,
+    ExotelCodec,
     Hangup,
     PlivoCodec,
     TelnyxCodec,
     TwilioCodec,
     VonageCodec,
 )
-from voicegate.gateway import plivo_xml, telnyx_texml, vonage_ncco
+from voicegate.gateway import exotel_applet, plivo_xml, telnyx_texml, vonage_ncco
 from voicegate.gateway.admission import (
     Authenticator,
     RequestGuard,
@@ -78,6 +81,8 @@ PLIVO_STREAM_PATH = plivo_xml.STREAM_PATH
 PLIVO_WEBHOOK_PATH = PLIVO_STREAM_PATH + "/answer"
 VONAGE_STREAM_PATH = vonage_ncco.STREAM_PATH
 VONAGE_WEBHOOK_PATH = VONAGE_STREAM_PATH + "/answer"
+EXOTEL_STREAM_PATH = exotel_applet.STREAM_PATH
+EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -128,6 +133,9 @@ def build_app(
         app.router.add_get(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
         app.router.add_post(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
         app.router.add_get(VONAGE_STREAM_PATH, routes.vonage_stream)
+    if options.exotel is not None:
+        app.router.add_get(EXOTEL_WEBHOOK_PATH, routes.exotel_url)
+        app.router.add_get(EXOTEL_STREAM_PATH, routes.exotel_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -310,6 +318,23 @@ class _Routes:
         content_type = vonage.content_type
         return vonage_ncco.stream_refusal(request, vonage) or await self._media_call(
             request, "vonage", lambda call_id: VonageCodec(call_id, content_type=content_type)
+        )
+
+    async def exotel_url(self, request: web.Request) -> web.Response:
+        """Answer the Voicebot applet's dynamic-URL request (gateway/exotel_applet.py)."""
+        exotel = self._options.exotel
+        assert exotel is not None  # the route exists only when Exotel is enabled
+        refusal = self._calls.refusal()
+        base = request_base(self._options, request)
+        return await exotel_applet.answer(request, exotel, base, refusal)
+
+    async def exotel_stream(self, request: web.Request) -> web.StreamResponse:
+        """An Exotel Voicebot applet stream."""
+        exotel = self._options.exotel
+        assert exotel is not None  # the route exists only when Exotel is enabled
+        rate = exotel.sample_rate
+        return exotel_applet.credentials_refusal(request, exotel) or await self._media_call(
+            request, "exotel", lambda call_id: ExotelCodec(sample_rate=rate)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:

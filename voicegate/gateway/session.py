@@ -49,7 +49,7 @@ from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
+from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -227,11 +227,19 @@ class CallSession:
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
-        self._playout = Playout(
-            bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
+        bytes_per_ms = wire.bytes_for_ms(1000) // 1000
+        chunk_ms, send_ahead_ms = provider_pace(
+            self._settings.chunk_ms,
+            self._settings.send_ahead_ms,
             frame_ms=self._settings.frame_ms,
-            send_ahead_ms=self._settings.send_ahead_ms,
-            chunk_ms=self._settings.chunk_ms,
+            min_bytes=self._codec.capabilities.outbound_frames.min_bytes,
+            bytes_per_ms=bytes_per_ms,
+        )
+        self._playout = Playout(
+            bytes_per_ms=bytes_per_ms,
+            frame_ms=self._settings.frame_ms,
+            send_ahead_ms=send_ahead_ms,
+            chunk_ms=chunk_ms,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
