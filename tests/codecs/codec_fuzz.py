@@ -75,6 +75,9 @@ KNOWN_KEYS = [
     "stream_sid",
     "call_sid",
     "bit_rate",
+    # Jambonz (providers.md §b.9)
+    "sampleRate",
+    "mixType",
 ]
 Path = tuple[str | int, ...]
 

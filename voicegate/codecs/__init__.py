@@ -1,10 +1,10 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
 One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
-``exotel``, ...), each a small class holding one call's protocol state; the events, commands
-and capabilities they share live in ``events``, ``commands`` and ``base``, the per-call
-bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and never transcode
-audio (design §3).
+``exotel``, ``jambonz``, ...), each a small class holding one call's protocol state; the
+events, commands and capabilities they share live in ``events``, ``commands`` and ``base``,
+the per-call bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and
+never transcode audio (design §3).
 """
 
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
@@ -29,6 +29,7 @@ from voicegate.codecs.events import (
     MarkReached,
 )
 from voicegate.codecs.exotel import ExotelCodec
+from voicegate.codecs.jambonz import JambonzCodec
 from voicegate.codecs.plivo import PlivoCodec
 from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
@@ -50,6 +51,7 @@ __all__ = [
     "ExotelCodec",
     "FrameLimits",
     "Hangup",
+    "JambonzCodec",
     "MarkReached",
     "PausePlayback",
     "PlayAudio",
