@@ -240,6 +240,7 @@ class CallSession:
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=send_ahead_ms,
             chunk_ms=chunk_ms,
+            estimate_acks=not self._codec.capabilities.playback_acks,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
@@ -320,10 +321,10 @@ class CallSession:
             self._turns.transcript(result.text, result.at_ms)
         await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
 
-    async def _on_mark(self, name: str) -> None:
+    async def _on_mark(self, name: str, **estimated: bool) -> None:
         assert self._playout is not None
         heard, news = self._playout.mark_reached(name, self._now_ms)
-        self.timeline.emit(self._now_ms, "mark_played", name=name)
+        self.timeline.emit(self._now_ms, "mark_played", name=name, **estimated)
         if heard is not None:
             await self._report_heard(heard)
         await self._on_playout_news(news)
@@ -472,12 +473,15 @@ class CallSession:
         await self._release()
 
     async def _report_heard(self, heard: TurnHeard) -> None:
+        # Without playback acknowledgements what was heard is the playout clock's estimate.
+        estimated = {} if self._codec.capabilities.playback_acks else {"estimated": True}
         self.timeline.emit(
             self._now_ms,
             "heard",
             turn_id=heard.turn_id,
             text=heard.text,
             interrupted=heard.interrupted,
+            **estimated,
         )
         await self._services.engine.heard(
             self._gate.call_id, heard.turn_id, heard.text, heard.interrupted
@@ -487,6 +491,9 @@ class CallSession:
 
     async def _release(self) -> None:
         assert self._playout is not None
+        # A provider without acknowledgements: marks fall due on the playout clock.
+        for name in self._playout.due_marks(self._now_ms):
+            await self._on_mark(name, estimated=True)
         commands, news = self._playout.release(self._now_ms)
         # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
         if commands:
