@@ -1,4 +1,4 @@
-"""Provider settings (telnyx, plivo, vonage): keys, checks, secrets, options."""
+"""Provider settings (telnyx, plivo, vonage, exotel, jambonz): keys, checks, secrets, options."""
 
 from __future__ import annotations
 
@@ -110,3 +110,18 @@ def test_exotel_settings_become_options_with_the_resolved_password() -> None:
         parse_settings("providers:\n  exotel:\n    username: bot\n")
     with pytest.raises(ConfigError, match="sample_rate must be one of"):
         parse_settings("providers:\n  exotel:\n    sample_rate: 44100\n")
+
+
+def test_jambonz_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  jambonz:\n    username: bot\n    password_env: JB_PW\n"
+        "    sample_rate: 16000\n"
+    )
+    assert settings.secret_env_names() == {"providers.jambonz.password_env": "JB_PW"}
+    jambonz = settings.gateway_options(secrets={"providers.jambonz.password_env": "pw"}).jambonz
+    assert jambonz is not None
+    assert (jambonz.username, jambonz.password, jambonz.sample_rate) == ("bot", "pw", 16000)
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  jambonz:\n    password_env: JB_PW\n")
+    with pytest.raises(ConfigError, match="sample_rate must be one of"):
+        parse_settings("providers:\n  jambonz:\n    sample_rate: 64000\n")

@@ -10,6 +10,7 @@ from voicegate.config import Settings
 from voicegate.config.settings import (
     BrowserSettings,
     ExotelSettings,
+    JambonzSettings,
     PlivoSettings,
     ProvidersSettings,
     ServerSettings,
@@ -22,7 +23,7 @@ from voicegate.errors import ConfigError
 
 def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0.0") -> Settings:
     """Settings listening on ``host`` with these provider sections."""
-    # Telnyx, Plivo, Vonage and Exotel are checked in tests/server/test_provider_exposure.py.
+    # The providers added after Twilio: tests/server/test_provider_exposure.py.
     providers = ProvidersSettings(
         twilio=twilio,
         browser=browser,
@@ -30,6 +31,7 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         plivo=PlivoSettings(enabled=False),
         vonage=VonageSettings(enabled=False),
         exotel=ExotelSettings(enabled=False),
+        jambonz=JambonzSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

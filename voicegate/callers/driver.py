@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 
 class EmulatedCaller(Protocol):
@@ -45,10 +47,20 @@ class EmulatedCaller(Protocol):
 
 
 async def drive(
-    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    subprotocols: Sequence[str] = (),
 ) -> int | None:
-    """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
-    async with connect(url, max_size=2**20) as socket:
+    """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
+
+    ``subprotocols``: what the provider asks for in its upgrade (Jambonz's audio.jambonz.org);
+    credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth).
+    """
+    offered = [Subprotocol(name) for name in subprotocols] or None
+    async with connect(url, max_size=2**20, subprotocols=offered) as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:

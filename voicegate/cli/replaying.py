@@ -28,6 +28,7 @@ from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -42,13 +43,22 @@ from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
+    JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
     VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller | ExotelCaller
+Caller = (
+    TwilioCaller
+    | BrowserCaller
+    | TelnyxCaller
+    | PlivoCaller
+    | VonageCaller
+    | ExotelCaller
+    | JambonzCaller
+)
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -58,6 +68,7 @@ PROVIDER_PATHS = {
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
     "exotel": EXOTEL_STREAM_PATH,
+    "jambonz": JAMBONZ_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
@@ -67,6 +78,7 @@ TELEPHONE_RATES = {
     "plivo": 8000,
     "vonage": 16000,
     "exotel": 8000,  # the applet's default ?sample-rate
+    "jambonz": 8000,  # the listen verb's default sampleRate
 }
 BROWSER_DEFAULT_RATE = 16000
 
@@ -103,6 +115,8 @@ def new_caller(
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
         return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
+        return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
@@ -208,7 +222,8 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
 async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
     """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
     try:
-        return await drive(url, caller, speed=speed, max_ms=max_ms)
+        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        return await drive(url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols)
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:

@@ -29,6 +29,7 @@ from voicegate.gateway.options import (
     BrowserOptions,
     ExotelOptions,
     GatewayOptions,
+    JambonzOptions,
     PlivoOptions,
     TelnyxOptions,
     TwilioOptions,
@@ -333,6 +334,50 @@ class ExotelSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class JambonzSettings:
+    """``providers.jambonz``: the calling webhook (a listen verb) and the listen socket."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = ()
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.jambonz.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.jambonz.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.jambonz needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> JambonzOptions:
+        """The server's Jambonz options, with the secret the CLI resolved."""
+        return JambonzOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.jambonz.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -342,6 +387,7 @@ class ProvidersSettings:
     plivo: PlivoSettings = field(default_factory=PlivoSettings)
     vonage: VonageSettings = field(default_factory=VonageSettings)
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
+    jambonz: JambonzSettings = field(default_factory=JambonzSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,6 +483,7 @@ class Settings:
         names.update(providers.plivo.secret_env_names())
         names.update(providers.vonage.secret_env_names())
         names.update(providers.exotel.secret_env_names())
+        names.update(providers.jambonz.secret_env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -455,7 +502,8 @@ class Settings:
         if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
-        for section in (providers.telnyx, providers.plivo, providers.vonage, providers.exotel):
+        sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
+        for section in (*sections, providers.jambonz):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -474,7 +522,7 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
-        exotel = self.providers.exotel
+        exotel, jambonz = self.providers.exotel, self.providers.jambonz
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -506,4 +554,5 @@ class Settings:
             plivo=plivo.options(secrets) if plivo.enabled else None,
             vonage=vonage.options(secrets) if vonage.enabled else None,
             exotel=exotel.options(secrets) if exotel.enabled else None,
+            jambonz=jambonz.options(secrets) if jambonz.enabled else None,
         )

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
-from voicegate.gateway.auth import basic_valid
+from voicegate.gateway.admission import basic_refusal
 from voicegate.gateway.twiml import external_base, stream_parameters, websocket_url
 
 if TYPE_CHECKING:
@@ -69,13 +69,7 @@ def _fitting(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def credentials_refusal(request: web.Request, exotel: ExotelOptions) -> web.Response | None:
     """401 when credentials are configured and the request lacks them; None to go on."""
-    if exotel.password is None:
-        return None
-    if basic_valid(request.headers.get("Authorization"), exotel.username, exotel.password):
-        return None
-    log.warning("exotel %s: missing or wrong Basic credentials", request.path)
-    headers = {"WWW-Authenticate": 'Basic realm="voicegate exotel"'}
-    return web.Response(status=401, text="missing or wrong credentials\n", headers=headers)
+    return basic_refusal(request, "exotel", exotel.username, exotel.password)
 
 
 async def answer(

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.codecs.exotel import exotel_format
+from voicegate.codecs.jambonz import jambonz_format
 from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
 from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
@@ -166,6 +167,26 @@ class ExotelOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class JambonzOptions:
+    """The Jambonz routes: ``/jambonz/call`` (a listen verb), its actionHook, ``/jambonz``."""
+
+    # Static listen metadata; it comes back in the socket's first message.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Calling-webhook fields copied into the metadata (the first message has from/to already).
+    webhook_fields: tuple[str, ...] = ()
+    # listen sampleRate and bidirectionalAudio.sampleRate: the audio rate both ways.
+    sample_rate: int = 8000
+    # HTTP Basic credentials the webhooks and the socket (wsAuth) must carry; None: unchecked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        jambonz_format(self.sample_rate)  # fail when the server is built
+        if (self.password is None) != (not self.username):
+            raise ConfigError("jambonz username and password go together")
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
 
@@ -209,3 +230,4 @@ class GatewayOptions:
     plivo: PlivoOptions | None = field(default_factory=PlivoOptions)
     vonage: VonageOptions | None = field(default_factory=VonageOptions)
     exotel: ExotelOptions | None = field(default_factory=ExotelOptions)
+    jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)

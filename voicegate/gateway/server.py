@@ -11,6 +11,9 @@
 ``GET|POST /vonage/answer`` Vonage answer webhook: an NCCO connecting the call to ``/vonage``
 ``GET /exotel``             Exotel Voicebot applet stream (docs/protocols/exotel.md)
 ``GET /exotel/url``         Exotel applet's dynamic URL: ``{"url": ...}`` for ``/exotel``
+``GET /jambonz``            Jambonz listen stream, ``audio.jambonz.org`` (docs/protocols/jambonz.md)
+``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
+``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -39,12 +42,14 @@ from voicegate.codecs import (
     Codec,
     ExotelCodec,
     Hangup,
+    JambonzCodec,
     PlivoCodec,
     TelnyxCodec,
     TwilioCodec,
     VonageCodec,
 )
-from voicegate.gateway import exotel_applet, plivo_xml, telnyx_texml, vonage_ncco
+from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
+from voicegate.gateway import exotel_applet, jambonz_app, plivo_xml, telnyx_texml, vonage_ncco
 from voicegate.gateway.admission import (
     Authenticator,
     RequestGuard,
@@ -83,6 +88,8 @@ VONAGE_STREAM_PATH = vonage_ncco.STREAM_PATH
 VONAGE_WEBHOOK_PATH = VONAGE_STREAM_PATH + "/answer"
 EXOTEL_STREAM_PATH = exotel_applet.STREAM_PATH
 EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
+JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
+JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -136,6 +143,14 @@ def build_app(
     if options.exotel is not None:
         app.router.add_get(EXOTEL_WEBHOOK_PATH, routes.exotel_url)
         app.router.add_get(EXOTEL_STREAM_PATH, routes.exotel_stream)
+    if options.jambonz is not None:
+        for path, handler in (
+            (JAMBONZ_WEBHOOK_PATH, routes.jambonz_call),
+            (jambonz_app.ACTION_PATH, routes.jambonz_action),
+        ):
+            app.router.add_get(path, handler)
+            app.router.add_post(path, handler)
+        app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -337,6 +352,32 @@ class _Routes:
             request, "exotel", lambda call_id: ExotelCodec(sample_rate=rate)
         )
 
+    async def jambonz_call(self, request: web.Request) -> web.Response:
+        """Answer Jambonz's calling webhook (gateway/jambonz_app.py)."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        refusal = self._calls.refusal()
+        base = request_base(self._options, request)
+        return await jambonz_app.answer(request, jambonz, base, refusal)
+
+    async def jambonz_action(self, request: web.Request) -> web.Response:
+        """Answer the listen's actionHook: hang up."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        return await jambonz_app.action(request, jambonz)
+
+    async def jambonz_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Jambonz listen stream (subprotocol audio.jambonz.org)."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        rate = jambonz.sample_rate
+        return jambonz_app.credentials_refusal(request, jambonz) or await self._media_call(
+            request,
+            "jambonz",
+            lambda call_id: JambonzCodec(call_id, sample_rate=rate),
+            protocols=(JAMBONZ_SUBPROTOCOL,),
+        )
+
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
         browser = self._options.browser
@@ -358,6 +399,7 @@ class _Routes:
         dialect: str,
         codec_for: Callable[[str], Codec],
         authenticate: Authenticator | None = None,
+        protocols: tuple[str, ...] = (),
     ) -> web.StreamResponse:
         """Rate-limit, upgrade, admit or refuse, run the call to its end, close the socket."""
         too_many = self._guard.too_many(request)
@@ -368,7 +410,7 @@ class _Routes:
             text = "too many sockets from this address (limits.sockets_per_ip)\n"
             return web.Response(status=429, text=text)
         try:
-            return await self._upgraded_call(request, dialect, codec_for, authenticate)
+            return await self._upgraded_call(request, dialect, codec_for, authenticate, protocols)
         finally:
             self._guard.sockets.release(client)
 
@@ -378,6 +420,7 @@ class _Routes:
         dialect: str,
         codec_for: Callable[[str], Codec],
         authenticate: Authenticator | None,
+        protocols: tuple[str, ...] = (),
     ) -> web.StreamResponse:
         limits = self._options.limits
         # The frame limit sits above every codec's message limit (the codecs say what is
@@ -387,6 +430,7 @@ class _Routes:
             compress=False,
             max_msg_size=limits.max_frame_bytes,
             heartbeat=limits.heartbeat_s,
+            protocols=protocols,  # e.g. Jambonz's audio.jambonz.org
         )
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
