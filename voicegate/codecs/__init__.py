@@ -27,6 +27,7 @@ from voicegate.codecs.events import (
     DtmfReceived,
     Event,
     MarkReached,
+    ProtocolReply,
 )
 from voicegate.codecs.exotel import ExotelCodec
 from voicegate.codecs.jambonz import JambonzCodec
@@ -56,6 +57,7 @@ __all__ = [
     "PausePlayback",
     "PlayAudio",
     "PlivoCodec",
+    "ProtocolReply",
     "PublishEvent",
     "ResumePlayback",
     "SetMark",

@@ -29,6 +29,7 @@ from voicegate.codecs import (
     Hangup,
     MarkReached,
     PlayAudio,
+    ProtocolReply,
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
@@ -208,6 +209,9 @@ class CallSession:
                 await self._apply(bargein.Dtmf(self._now_ms, digit))
             case MarkReached(name=name):
                 await self._on_mark(name)
+            case ProtocolReply(messages=messages):
+                for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
+                    await self._transport.send(message)
             case CallEnded(reason=reason):
                 self.timeline.emit(self._now_ms, "call_ended", reason=reason)
                 await self._transport.close(CLOSE_NORMAL, "call ended")
