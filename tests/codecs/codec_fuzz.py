@@ -78,6 +78,13 @@ KNOWN_KEYS = [
     # Jambonz (providers.md §b.9)
     "sampleRate",
     "mixType",
+    # Genesys AudioHook (providers.md §b.7)
+    "seq",
+    "serverseq",
+    "parameters",
+    "conversationId",
+    "participant",
+    "entities",
 ]
 Path = tuple[str | int, ...]
 

@@ -1,7 +1,7 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
 One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
-``exotel``, ``jambonz``, ...), each a small class holding one call's protocol state; the
+``exotel``, ``jambonz``, ``genesys``), each a small class holding one call's protocol state; the
 events, commands and capabilities they share live in ``events``, ``commands`` and ``base``,
 the per-call bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and
 never transcode audio (design §3).
@@ -30,6 +30,7 @@ from voicegate.codecs.events import (
     ProtocolReply,
 )
 from voicegate.codecs.exotel import ExotelCodec
+from voicegate.codecs.genesys import GenesysCodec
 from voicegate.codecs.jambonz import JambonzCodec
 from voicegate.codecs.plivo import PlivoCodec
 from voicegate.codecs.telnyx import TelnyxCodec
@@ -51,6 +52,7 @@ __all__ = [
     "Event",
     "ExotelCodec",
     "FrameLimits",
+    "GenesysCodec",
     "Hangup",
     "JambonzCodec",
     "MarkReached",
