@@ -1,4 +1,4 @@
-"""Provider settings (telnyx, plivo, vonage, exotel, jambonz): keys, checks, secrets, options."""
+"""Provider settings after Twilio: keys, checks, secrets, options."""
 
 from __future__ import annotations
 
@@ -125,3 +125,19 @@ def test_jambonz_settings_become_options_with_the_resolved_password() -> None:
         parse_settings("providers:\n  jambonz:\n    password_env: JB_PW\n")
     with pytest.raises(ConfigError, match="sample_rate must be one of"):
         parse_settings("providers:\n  jambonz:\n    sample_rate: 64000\n")
+
+
+def test_genesys_settings_become_options_with_the_resolved_secrets() -> None:
+    settings = parse_settings(
+        "providers:\n  genesys:\n    api_key_env: GC_KEY\n    client_secret_env: GC_SECRET\n"
+    )
+    assert settings.secret_env_names() == {
+        "providers.genesys.api_key_env": "GC_KEY",
+        "providers.genesys.client_secret_env": "GC_SECRET",
+    }
+    secrets = {"providers.genesys.api_key_env": "k", "providers.genesys.client_secret_env": "c2"}
+    genesys = settings.gateway_options(secrets=secrets).genesys
+    assert genesys is not None
+    assert (genesys.api_key, genesys.client_secret) == ("k", "c2")
+    with pytest.raises(ConfigError, match="needs api_key_env"):
+        parse_settings("providers:\n  genesys:\n    client_secret_env: GC_SECRET\n")

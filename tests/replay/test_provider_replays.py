@@ -20,9 +20,10 @@ FLUSH_VERBS = {
     "vonage": '{"action":"clear"}',
     "exotel": "clear",
     "jambonz": '{"type":"killAudio"}',
+    "genesys": "event/barge_in",
 }
 #: Providers with no playback acknowledgement: what was heard is the playout clock's estimate.
-ESTIMATED = {"jambonz"}
+ESTIMATED = {"jambonz", "genesys"}
 
 
 @pytest.fixture(autouse=True)

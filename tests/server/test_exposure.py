@@ -10,6 +10,7 @@ from voicegate.config import Settings
 from voicegate.config.settings import (
     BrowserSettings,
     ExotelSettings,
+    GenesysSettings,
     JambonzSettings,
     PlivoSettings,
     ProvidersSettings,
@@ -32,6 +33,7 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         vonage=VonageSettings(enabled=False),
         exotel=ExotelSettings(enabled=False),
         jambonz=JambonzSettings(enabled=False),
+        genesys=GenesysSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

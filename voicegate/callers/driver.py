@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -53,14 +53,19 @@ async def drive(
     speed: float = 1.0,
     max_ms: int = 60_000,
     subprotocols: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> int | None:
     """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
 
     ``subprotocols``: what the provider asks for in its upgrade (Jambonz's audio.jambonz.org);
-    credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth).
+    credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth); ``headers``
+    are added to the upgrade (Genesys's ids, API key and signature).
     """
     offered = [Subprotocol(name) for name in subprotocols] or None
-    async with connect(url, max_size=2**20, subprotocols=offered) as socket:
+    extra = dict(headers) if headers else None
+    async with connect(
+        url, max_size=2**20, subprotocols=offered, additional_headers=extra
+    ) as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:

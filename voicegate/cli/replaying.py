@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.genesys import GenesysCaller
 from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
@@ -43,6 +45,7 @@ from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
+    GENESYS_STREAM_PATH,
     JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
@@ -58,6 +61,7 @@ Caller = (
     | VonageCaller
     | ExotelCaller
     | JambonzCaller
+    | GenesysCaller
 )
 Record = dict[str, Any]
 
@@ -69,6 +73,7 @@ PROVIDER_PATHS = {
     "vonage": VONAGE_STREAM_PATH,
     "exotel": EXOTEL_STREAM_PATH,
     "jambonz": JAMBONZ_STREAM_PATH,
+    "genesys": GENESYS_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
@@ -79,6 +84,7 @@ TELEPHONE_RATES = {
     "vonage": 16000,
     "exotel": 8000,  # the applet's default ?sample-rate
     "jambonz": 8000,  # the listen verb's default sampleRate
+    "genesys": 8000,  # PCMU, the Audio Connector's only format
 }
 BROWSER_DEFAULT_RATE = 16000
 
@@ -117,6 +123,9 @@ def new_caller(
         return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
         return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
+        ids = {"conversation_id": call_id} if call_id else {}
+        return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
@@ -223,7 +232,14 @@ async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int 
     """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
     try:
         protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
-        return await drive(url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols)
+        headers = (
+            caller.upgrade_headers(url, int(time.time()))
+            if isinstance(caller, GenesysCaller)
+            else None
+        )
+        return await drive(
+            url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols, headers=headers
+        )
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:

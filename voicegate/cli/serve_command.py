@@ -333,8 +333,11 @@ def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
         ("exotel", options.exotel, server.EXOTEL_WEBHOOK_PATH, server.EXOTEL_STREAM_PATH),
         ("jambonz", options.jambonz, server.JAMBONZ_WEBHOOK_PATH, server.JAMBONZ_STREAM_PATH),
     ]
-    return [
+    lines = [
         f"  {name + ':':8} webhook {base}{webhook}, media stream {ws}{stream}"
         for name, enabled, webhook, stream in routes
         if enabled is not None
     ]
+    if options.genesys is not None:  # no webhook: the integration names the socket
+        lines.append(f"  genesys: AudioHook stream {ws}{server.GENESYS_STREAM_PATH}")
+    return lines

@@ -29,6 +29,7 @@ from voicegate.gateway.options import (
     BrowserOptions,
     ExotelOptions,
     GatewayOptions,
+    GenesysOptions,
     JambonzOptions,
     PlivoOptions,
     TelnyxOptions,
@@ -378,6 +379,46 @@ class JambonzSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class GenesysSettings:
+    """``providers.genesys``: the AudioHook (Audio Connector) WebSocket route."""
+
+    enabled: bool = True
+    api_key_env: str = ""
+    client_secret_env: str = ""
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        for key in ("api_key_env", "client_secret_env"):
+            name = getattr(self, key)
+            if name and not _ENV_NAME.fullmatch(name):
+                raise ConfigError(f"{key} must name an environment variable, got {name!r}")
+        if self.client_secret_env and not self.api_key_env:
+            raise ConfigError("client_secret_env needs api_key_env (the signature's keyid)")
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secrets this section names."""
+        names = {
+            "providers.genesys.api_key_env": self.api_key_env,
+            "providers.genesys.client_secret_env": self.client_secret_env,
+        }
+        return {path: name for path, name in names.items() if name and self.enabled}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        signed = self.api_key_env and self.client_secret_env
+        if not self.enabled or self.allow_unauthenticated or signed:
+            return None
+        return "providers.genesys needs api_key_env and client_secret_env"
+
+    def options(self, secrets: Mapping[str, str]) -> GenesysOptions:
+        """The server's Genesys options, with the secrets the CLI resolved."""
+        return GenesysOptions(
+            api_key=secrets.get("providers.genesys.api_key_env"),
+            client_secret=secrets.get("providers.genesys.client_secret_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -388,6 +429,7 @@ class ProvidersSettings:
     vonage: VonageSettings = field(default_factory=VonageSettings)
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
+    genesys: GenesysSettings = field(default_factory=GenesysSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,6 +526,7 @@ class Settings:
         names.update(providers.vonage.secret_env_names())
         names.update(providers.exotel.secret_env_names())
         names.update(providers.jambonz.secret_env_names())
+        names.update(providers.genesys.secret_env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -503,7 +546,7 @@ class Settings:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
         sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
-        for section in (*sections, providers.jambonz):
+        for section in (*sections, providers.jambonz, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -523,6 +566,7 @@ class Settings:
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         exotel, jambonz = self.providers.exotel, self.providers.jambonz
+        genesys = self.providers.genesys
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -555,4 +599,5 @@ class Settings:
             vonage=vonage.options(secrets) if vonage.enabled else None,
             exotel=exotel.options(secrets) if exotel.enabled else None,
             jambonz=jambonz.options(secrets) if jambonz.enabled else None,
+            genesys=genesys.options(secrets) if genesys.enabled else None,
         )

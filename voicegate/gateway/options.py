@@ -187,6 +187,21 @@ class JambonzOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class GenesysOptions:
+    """The ``/genesys`` AudioHook (Audio Connector) route (docs/protocols/genesys.md)."""
+
+    # The integration's API key, which X-API-KEY must carry; None: not checked.
+    api_key: str | None = field(default=None, repr=False)
+    # The integration's client secret (base64); when set, upgrades need a valid HTTP message
+    # signature keyed with it (gateway/audiohook.py).
+    client_secret: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.client_secret is not None and self.api_key is None:
+            raise ConfigError("genesys client_secret needs api_key (the signature's keyid)")
+
+
+@dataclass(frozen=True, slots=True)
 class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
 
@@ -231,3 +246,4 @@ class GatewayOptions:
     vonage: VonageOptions | None = field(default_factory=VonageOptions)
     exotel: ExotelOptions | None = field(default_factory=ExotelOptions)
     jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)
+    genesys: GenesysOptions | None = field(default_factory=GenesysOptions)

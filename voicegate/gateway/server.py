@@ -14,6 +14,7 @@
 ``GET /jambonz``            Jambonz listen stream, ``audio.jambonz.org`` (docs/protocols/jambonz.md)
 ``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
 ``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
+``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -31,9 +32,11 @@ application was built with. The routes of a disabled provider are not registered
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -41,6 +44,7 @@ from voicegate.codecs import (
     BrowserCodec,
     Codec,
     ExotelCodec,
+    GenesysCodec,
     Hangup,
     JambonzCodec,
     PlivoCodec,
@@ -49,7 +53,14 @@ from voicegate.codecs import (
     VonageCodec,
 )
 from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
-from voicegate.gateway import exotel_applet, jambonz_app, plivo_xml, telnyx_texml, vonage_ncco
+from voicegate.gateway import (
+    audiohook,
+    exotel_applet,
+    jambonz_app,
+    plivo_xml,
+    telnyx_texml,
+    vonage_ncco,
+)
 from voicegate.gateway.admission import (
     Authenticator,
     RequestGuard,
@@ -90,6 +101,7 @@ EXOTEL_STREAM_PATH = exotel_applet.STREAM_PATH
 EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
 JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
 JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
+GENESYS_STREAM_PATH = audiohook.STREAM_PATH
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -151,6 +163,8 @@ def build_app(
             app.router.add_get(path, handler)
             app.router.add_post(path, handler)
         app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
+    if options.genesys is not None:
+        app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -376,6 +390,17 @@ class _Routes:
             "jambonz",
             lambda call_id: JambonzCodec(call_id, sample_rate=rate),
             protocols=(JAMBONZ_SUBPROTOCOL,),
+        )
+
+    async def genesys_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Genesys AudioHook session (the API key and message signature checked first)."""
+        genesys = self._options.genesys
+        assert genesys is not None  # the route exists only when Genesys is enabled
+        authority = urlsplit(request_base(self._options, request)).netloc
+        refusal = audiohook.upgrade_refusal(request, genesys, authority, time.time())
+        session_id = request.headers.get(audiohook.SESSION_HEADER)
+        return refusal or await self._media_call(
+            request, "genesys", lambda call_id: GenesysCodec(session_id=session_id)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
