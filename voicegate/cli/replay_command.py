@@ -25,6 +25,7 @@ from voicegate.callers.report import caller_summary, summary, write_call_wav, wr
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.cli.paths import check_output_dir
+from voicegate.cli.replay_report import check_reports, write_reports
 from voicegate.cli.replaying import (
     PROVIDER_PATHS,
     ReplayResult,
@@ -84,6 +85,14 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--echo-gain-db", type=float, default=-20.0, help="level of that echo (default -20 dB)"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also draw the call: FILE.html (one self-contained page) or FILE.png; repeatable",
     )
     parser.set_defaults(handler=run)
 
@@ -177,6 +186,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
+    check_reports(args.report)
     if not args.speed > 0 or not math.isfinite(args.speed):
         raise ConfigError(f"--speed must be a positive number, got {args.speed}")
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
@@ -198,11 +208,12 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     caller_samples, bot_samples = result.caller.tracks()
     write_call_wav(out / "call.wav", caller_samples, bot_samples, outcome.sample_rate)
     count = write_jsonl(out / "timeline.jsonl", result.records)
-    print(
+    title = (
         f"replayed {args.input} as a {outcome.provider} caller (call {result.caller.call_id}) "
         f"against {outcome.against} at speed {args.speed:g}"
     )
-    if result.in_process:
+    print(title)
+    if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages
         write_jsonl(out / "caller.jsonl", result.caller_records)
         lines = summary(result.records)
         source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
@@ -210,11 +221,13 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
         lines = caller_summary(result.records)
         source = (
             f"{count} events seen by the caller: the gateway's own timeline is not "
-            "available over the wire (docs/replay.md)"
+            f"available over the wire ({outcome.provider}; --provider browser carries it) "
+            "(docs/replay.md)"
         )
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
         f"wrote {out / 'timeline.jsonl'} ({source})",
     ]
+    lines += write_reports(args.report, result, title, outcome.sample_rate)
     print("\n".join("  " + line for line in lines), flush=True)

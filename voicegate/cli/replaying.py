@@ -71,6 +71,8 @@ class ReplayResult:
     caller_records: list[Record]  # what the caller observed (always)
     in_process: bool
     close_code: int | None
+    #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
+    from_gateway: bool = True
 
 
 def new_caller(
@@ -151,10 +153,12 @@ async def replay_remote(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
+    """Replay against a gateway at ``url``: the caller-side timeline, and the gateway's when
+    its dialect carries it (the browser's ``event`` messages)."""
     code = await _drive(url, caller, speed=speed, max_ms=max_ms)
     records = caller_timeline(caller, script, onsets=onsets, close_code=code)
-    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+    sent = caller.timeline if isinstance(caller, BrowserCaller) else []
+    return ReplayResult(caller, sent or records, records, False, code, from_gateway=bool(sent))
 
 
 async def replay_in_process(
