@@ -186,7 +186,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
-    check_reports(args.report)
+    check_reports(args.report, args.out)
     if not args.speed > 0 or not math.isfinite(args.speed):
         raise ConfigError(f"--speed must be a positive number, got {args.speed}")
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:

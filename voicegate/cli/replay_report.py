@@ -11,10 +11,11 @@ from voicegate.cli.paths import check_output_file
 from voicegate.cli.replaying import ReplayResult
 
 
-def check_reports(paths: Sequence[Path]) -> None:
-    """Each ``--report`` can be written as one of the report formats (before the call)."""
+def check_reports(paths: Sequence[Path], out: Path) -> None:
+    """Each ``--report`` can be written as one of the report formats (before the call); it
+    may go into ``out``, which the replay creates."""
     for path in paths:
-        check_output_file(path, REPORT_SUFFIXES)
+        check_output_file(path, REPORT_SUFFIXES, made=out)
 
 
 def write_reports(

@@ -36,12 +36,15 @@ box-sizing:border-box}
 .echo{color:#718096}.turn-error,.failure{color:#9b2c2c;border:1px solid #fc8181}
 .unheard{color:#a0aec0;overflow:visible}
 .unheard span,.cut s{text-decoration:line-through;color:#a0aec0}
-.tool-cancelled{text-decoration:line-through}.bargein{color:#fff}
+.tool-cancelled{text-decoration:line-through}.bargein{color:#9b2c2c;overflow:visible}
+.bargein span{position:absolute;left:100%;padding-left:3px}
 .transcript{border:1px solid #90cdf4}
 .axis .track{height:18px;font-size:11px;color:#666}.tick{position:absolute;top:0;
 border-left:1px solid #bbb;padding-left:2px}
 table{border-collapse:collapse;margin-top:1.2em}td,th{border:1px solid #ddd;padding:4px 8px;
 text-align:left;vertical-align:top}th{background:#f7fafc}td.note{color:#777}
+h2{font-size:1.1em;margin:1.2em 0 .3em}.conversation{padding-left:1.5em}
+.conversation small{color:#777}.conversation .unheard{background:none}
 .legend{margin-top:.8em;font-size:12px;color:#555}
 .legend i{display:inline-block;width:1.2em;height:.8em;margin:0 .3em 0 1em}
 """
@@ -76,6 +79,7 @@ def render_html(picture: CallPicture) -> str:
             "</section>",
             _legend(),
             _table(picture.figures),
+            _conversation(picture.lanes),
             "</body></html>",
         ]
     )
@@ -127,7 +131,7 @@ def _span_text(span: Span) -> str:
     if span.kind == "cut":  # the heard words, then the rest struck through
         rest = span.label.split()[len(span.heard.split()) :]
         return f"{escape(span.heard)} <s>{escape(' '.join(rest))}</s>"
-    if span.kind == "unheard" or span.start_ms == span.end_ms:
+    if span.kind in ("unheard", "bargein") or span.start_ms == span.end_ms:
         return f"<span>{escape(span.label)}</span>"
     return escape(span.label)
 
@@ -153,6 +157,22 @@ def _table(figures: list[Figure]) -> str:
     )
     head = "<thead><tr><th>figure</th><th>value</th><th>how</th></tr></thead>"
     return f'<table class="figures">{head}<tbody>{rows}</tbody></table>'
+
+
+def _conversation(lanes: tuple[Lane, ...]) -> str:
+    """Who said what, in full and in order: the lanes' labels are often cut short."""
+    spoken = [
+        (span, lane.key)
+        for lane in lanes
+        if lane.key in ("transcripts", "bot")
+        for span in lane.spans
+    ]
+    items = "".join(
+        f'<li class="{key}"><b>{"caller" if key == "transcripts" else "bot"}</b> '
+        f"<small>{span.start_ms} ms</small> {_span_text(span)}</li>"
+        for span, key in sorted(spoken, key=lambda pair: pair[0].start_ms)
+    )
+    return f'<h2>Conversation</h2><ol class="conversation">{items}</ol>'
 
 
 def _colours() -> str:

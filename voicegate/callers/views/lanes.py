@@ -225,8 +225,7 @@ def _bargeins(records: Sequence[Record]) -> list[Span]:
     spans: list[Span] = []
     for found in interruptions(records):
         latency = found.latencies()
-        flushed = latency["flush_sent"]
-        label = f"→ flush {flushed} ms" if flushed is not None else "no flush"
+        label = f"confirmed {latency['confirmed']} ms"
         detail = ", ".join(f"onset → {key} {value} ms" for key, value in latency.items())
         spans.append(Span(found.onset_ms, found.confirmed_ms, "bargein", label, detail))
     paused: int | None = None
@@ -234,6 +233,8 @@ def _bargeins(records: Sequence[Record]) -> list[Span]:
         match record["event"]:
             case "playout_paused":
                 paused = int(record["t_ms"])
+                if record.get("flushed"):  # the caller stops hearing the bot here (design §5)
+                    spans.append(Span(paused, paused, "flush", "", "paused and flushed"))
             case "playout_resumed" if paused is not None:
                 resumed = int(record["t_ms"])
                 spans.append(Span(paused, resumed, "false-bargein", "resumed", "not a barge-in"))

@@ -64,22 +64,23 @@ def _lanes(axes: Axes, lanes: tuple[Lane, ...], duration_ms: int) -> None:
     axes.set_ylim(-0.6, len(lanes) - 0.4)
     ticks = time_ticks(duration_ms)
     axes.set_xticks(ticks, [f"{t / 1000:g} s" for t in ticks], fontsize=8)
-    axes.set_xlabel("media time", fontsize=9)
     axes.grid(axis="x", color="#dddddd", linewidth=0.5)
 
 
 def _span(axes: Axes, span: Span, y: float, ms_per_px: float) -> None:
     width = max(span.end_ms - span.start_ms, 2 * ms_per_px)  # instants: a 2 px line
     colour = KINDS[span.kind]
-    axes.barh(y, width, left=span.start_ms, height=0.7, color=colour, linewidth=0)
+    # A white edge keeps back-to-back sentences apart.
+    axes.barh(y, width, left=span.start_ms, height=0.7, color=colour, edgecolor="white", lw=0.8)
     text = span.heard + " …" if span.kind == "cut" else span.label
     room = int(width / ms_per_px / _CHAR_PX)
-    if span.start_ms == span.end_ms or span.kind == "unheard":
-        room = max(room, 24)  # an instant's label runs on to its right, as in the page
+    if span.start_ms == span.end_ms or span.kind in ("unheard", "bargein"):
+        room = max(room, 24)  # a short span's label runs on to its right, as in the page
     text = text if len(text) <= room else text[: max(0, room - 1)] + "…"
     if not text:
         return
-    x = span.start_ms + 3 * ms_per_px
+    # A barge-in's label follows its bar, clear of the flush marks drawn over it.
+    x = (span.end_ms if span.kind == "bargein" else span.start_ms) + 3 * ms_per_px
     grey = span.kind == "unheard"
     axes.text(
         x, y, text, fontsize=7, va="center", clip_on=True, parse_math=False,
@@ -94,7 +95,7 @@ def _table(axes: Axes, figures: list[Figure]) -> None:
     half = (len(figures) + 1) // 2
     for index, figure in enumerate(figures):
         column, row = divmod(index, half)
-        x, y = 0.0 + column * 0.5, 1.0 - row / half
+        x, y = column * 0.52, 0.9 - 0.9 * row / half
         axes.text(x, y, figure.name, fontsize=8.5, weight="bold", va="top", parse_math=False)
         value = figure.value if len(figure.value) <= 70 else figure.value[:69] + "…"
-        axes.text(x + 0.13, y, value, fontsize=8.5, va="top", parse_math=False)
+        axes.text(x + 0.15, y, value, fontsize=8.5, va="top", parse_math=False)
