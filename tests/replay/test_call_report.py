@@ -21,6 +21,7 @@ from voicegate.callers.views.lanes import bot_sentences
 from voicegate.callers.views.picture import CallRecording, call_picture
 from voicegate.callers.views.write import write_report
 from voicegate.cli.main import main
+from voicegate.gateway.options import GatewayOptions, TwilioOptions
 from voicegate.gateway.session import SessionSettings
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
@@ -207,3 +208,18 @@ async def test_against_a_url_a_browser_caller_gets_the_transcripts_and_the_failu
     page = parsed(html)
     assert any(text.startswith("t1: what is the weather") for _, text in page.text)
     assert imread(png).shape[:2] == (png_image.HEIGHT, png_image.WIDTH)
+
+
+async def test_against_a_url_a_telephone_caller_gets_the_close_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gateway wants a stream token (issue 15) the replayed caller does not have.
+    options = GatewayOptions(port=0, twilio=TwilioOptions(stream_secret="stream secret"))
+    async with gateway_for(tmp_path, ["check my balance"], options=options) as world:
+        source = AUDIO / "synth" / "festival" / "yes_8k.wav"
+        argv = ["replay", str(source), "--url", world.url, "--out", str(tmp_path / "out")]
+        assert await asyncio.to_thread(main, argv) == 0
+    printed = capsys.readouterr().out
+    assert "closed: 1008 (refused: " in printed
+    reason = "no stream token: connect through the gateway's voice webhook"
+    assert f"close reason: {reason!r}" in printed

@@ -151,6 +151,8 @@ def caller_summary(observed: Sequence[Record]) -> list[str]:
             code = record.get("close_code")
             meaning = CLOSE_MEANINGS.get(code, "") if isinstance(code, int) else "no close code"
             lines.append(f"closed: {code} ({meaning})" if meaning else f"closed: {code}")
+            if record.get("close_reason"):  # the gateway's own words: why it ended the call
+                lines.append(f"close reason: {record['close_reason']!r}")
     return lines
 
 
