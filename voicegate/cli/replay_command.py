@@ -5,8 +5,8 @@ INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message 
 media clock, echoes marks when the audio before them has played, and honours ``clear``
 (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
 exactly like ``voicegate serve`` from ``--config``, ``--project`` and ``--llm``, with memory in
-a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out`` and prints a summary
-(docs/replay.md, docs/timeline.md).
+a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out``, prints a summary,
+and with ``--report`` draws the call as HTML or PNG (docs/replay.md, docs/timeline.md).
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from voicegate.callers.report import Record, failure_lines, interruptions
-from voicegate.callers.views.lanes import Lane
+from voicegate.callers.views.lanes import Lane, flush_times
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,24 +52,12 @@ def call_figures(
 
 def answer_latencies(records: Sequence[Record]) -> list[int]:
     """For each end of caller speech answered with bot audio, ms until that audio."""
-    found: list[int] = []
-    end: int | None = None
-    for record in records:
-        if record["event"] == "speech_ended":
-            end = int(record.get("end_ms", record["t_ms"]))
-        elif record["event"] == "bot_speaking" and end is not None:
-            found.append(int(record["t_ms"]) - end)
-            end = None
-    return found
+    return _after_speech(records, lambda r: r["event"] == "bot_speaking")
 
 
 def flush_latencies(records: Sequence[Record]) -> list[int]:
     """For each confirmed interruption, ms from its onset until the caller stopped hearing."""
-    stops = [
-        int(r["t_ms"])
-        for r in records
-        if r["event"] == "flush_sent" or (r["event"] == "playout_paused" and r.get("flushed"))
-    ]
+    stops = flush_times(records)
     found: list[int] = []
     for interruption in interruptions(records):
         stop = next((t for t in stops if t >= interruption.onset_ms), None)
@@ -79,12 +67,18 @@ def flush_latencies(records: Sequence[Record]) -> list[int]:
 
 
 def _stt_latencies(records: Sequence[Record]) -> list[int]:
+    return _after_speech(records, lambda r: r["event"] == "transcript" and bool(r.get("final")))
+
+
+def _after_speech(records: Sequence[Record], answer: Callable[[Record], bool]) -> list[int]:
+    """Ms from each end of caller speech (``end_ms``) to the first record after it that
+    ``answer`` accepts; ends of speech left unanswered count for nothing."""
     found: list[int] = []
     end: int | None = None
     for record in records:
         if record["event"] == "speech_ended":
             end = int(record.get("end_ms", record["t_ms"]))
-        elif record["event"] == "transcript" and record.get("final") and end is not None:
+        elif end is not None and answer(record):
             found.append(int(record["t_ms"]) - end)
             end = None
     return found

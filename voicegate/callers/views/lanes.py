@@ -136,17 +136,23 @@ def _turns(records: Sequence[Record], end_ms: int) -> list[Span]:
 
 def bot_sentences(records: Sequence[Record]) -> list[Span]:
     """Each ``say``, placed where it played: heard, cut by a flush, or never heard."""
-    flushes = [
-        int(r["t_ms"])
-        for r in records
-        if r["event"] == "flush_sent" or (r["event"] == "playout_paused" and r.get("flushed"))
-    ]
+    flushes = flush_times(records)
     heard = {str(r["turn_id"]): str(r["text"]) for r in records if r["event"] == "heard"}
     spans: list[Span] = []
     for turn_id, says in _says_by_turn(records).items():
         marks = _mark_times(records, turn_id)
         spans += _turn_sentences(says, marks, heard.get(turn_id), flushes)
     return sorted(spans, key=lambda span: span.start_ms)
+
+
+def flush_times(records: Sequence[Record]) -> list[int]:
+    """When the provider was flushed: at detection (``playout_paused`` with ``flushed``, the
+    moment the caller stops hearing the bot, design §5) and at confirmation (``flush_sent``)."""
+    return [
+        int(r["t_ms"])
+        for r in records
+        if r["event"] == "flush_sent" or (r["event"] == "playout_paused" and r.get("flushed"))
+    ]
 
 
 def _turn_sentences(
