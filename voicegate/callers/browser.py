@@ -35,6 +35,16 @@ _PCM16_BYTES = 2
 #: The gateway's timeline records kept at most; a gateway bounds its own timeline far below
 #: this (limits.timeline_max_records), so only a broken or hostile one reaches it.
 MAX_TIMELINE_RECORDS = 100_000
+#: The fields of timeline records (docs/timeline.md) that the replay's summary and report rely
+#: on, with their types: a gateway sending them otherwise is refused, not trusted.
+_EVENT_FIELDS: dict[str, dict[str, type]] = {
+    "interruption": {"onset_ms": int},
+    "heard": {"turn_id": str, "text": str, "interrupted": bool},
+    "say": {"turn_id": str},
+    "turn_started": {"turn_id": str},
+    "turn_ended": {"turn_id": str},
+    "turn_cancelled": {"turn_id": str},
+}
 
 
 class BrowserCaller:
@@ -173,8 +183,14 @@ class BrowserCaller:
     def _keep_event(self, data: dict[str, Any]) -> None:
         """One record of the gateway's timeline (browser.md §5): ``t_ms`` and ``event`` typed."""
         record = {key: value for key, value in data.items() if key != "type"}
-        if not isinstance(record.get("t_ms"), int) or not isinstance(record.get("event"), str):
+        event = record.get("event")
+        if not isinstance(record.get("t_ms"), int) or not isinstance(event, str):
             raise RemoteProtocolError("browser 'event': 't_ms' must be an integer, 'event' text")
+        for key, kind in _EVENT_FIELDS.get(event, {}).items():
+            if not isinstance(record.get(key), kind):
+                raise RemoteProtocolError(
+                    f"browser 'event' {event!r}: {key!r} must be {kind.__name__}"
+                )
         if len(self.timeline) < MAX_TIMELINE_RECORDS:
             self.timeline.append(record)
 
