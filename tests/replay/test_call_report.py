@@ -220,6 +220,7 @@ async def test_against_a_url_a_telephone_caller_gets_the_close_reason(
         argv = ["replay", str(source), "--url", world.url, "--out", str(tmp_path / "out")]
         assert await asyncio.to_thread(main, argv) == 0
     printed = capsys.readouterr().out
+    assert "caller said at 0 ms: 'yes'" in printed  # the recording's label (transcripts.tsv)
     assert "closed: 1008 (refused: " in printed
     reason = "no stream token: connect through the gateway's voice webhook"
     assert f"close reason: {reason!r}" in printed

@@ -21,6 +21,7 @@ from typing import Any
 
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.inputs import load_recording
+from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
@@ -119,7 +120,11 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     recording = load_recording(args.input)
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
-    script = CallerScript([Cue(recording.at_rate(rate), at_ms=0, label=args.input.name)], rate)
+    # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
+    # replay at a telephone URL, which sees no transcript from the gateway, can tell it.
+    said = labels_of(args.input).transcript or ""
+    cue = Cue(recording.at_rate(rate), at_ms=0, label=args.input.name, transcript=said)
+    script = CallerScript([cue], rate)
     caller = new_caller(
         provider,
         script,
