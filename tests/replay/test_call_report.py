@@ -218,9 +218,13 @@ async def test_against_a_url_a_telephone_caller_gets_the_close_reason(
     async with gateway_for(tmp_path, ["check my balance"], options=options) as world:
         source = AUDIO / "synth" / "festival" / "yes_8k.wav"
         argv = ["replay", str(source), "--url", world.url, "--out", str(tmp_path / "out")]
+        argv += ["--report", str(tmp_path / "out" / "call.html")]  # into --out, made by replay
         assert await asyncio.to_thread(main, argv) == 0
     printed = capsys.readouterr().out
     assert "caller said at 0 ms: 'yes'" in printed  # the recording's label (transcripts.tsv)
+    page = parsed(tmp_path / "out" / "call.html")  # drawn from the caller-side timeline
+    assert ("td", "close code 1008") in page.text
+    assert ("span", "yes") in page.text  # the cue's transcript, an instant in its lane
     assert "closed: 1008 (refused: " in printed
     reason = "no stream token: connect through the gateway's voice webhook"
     assert f"close reason: {reason!r}" in printed
