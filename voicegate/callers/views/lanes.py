@@ -88,7 +88,8 @@ def _speech(records: Sequence[Record], end_ms: int) -> list[Span]:
                 start = _int(record, "onset_ms")
                 spans.append(Span(start, max(start, _int(record, "end_ms")), "echo", "echo"))
             case "cue_started":  # the caller-side timeline: when each recording began
-                spans.append(Span(record["t_ms"], record["t_ms"], "cue", str(record["label"])))
+                label = str(record.get("label", ""))
+                spans.append(Span(record["t_ms"], record["t_ms"], "cue", label))
     if onset is not None:
         spans.append(Span(onset, max(onset, end_ms), "speech", ""))
     return spans
