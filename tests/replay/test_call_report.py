@@ -115,9 +115,11 @@ def test_the_bot_lane_tells_heard_cut_and_unheard_sentences() -> None:
         ("cut", "Let me check that for you."),
         ("unheard", "Found it."),
     ]
-    heard, cut, _ = spans
+    heard, cut, unheard = spans
     assert (heard.start_ms, heard.end_ms) == (2140, 2460)  # said, then its mark came back
     assert (cut.start_ms, cut.end_ms, cut.heard) == (2460, 3160, "Let me")  # to the flush
+    assert unheard.start_ms == unheard.end_ms == 3160  # where it would have played
+    assert unheard.detail == "generated at 2500 ms, never heard"
 
 
 def test_the_html_report_is_one_offline_page_with_lanes_waveforms_and_figures(

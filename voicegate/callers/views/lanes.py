@@ -180,8 +180,10 @@ def _turn_sentences(
             cut = next((f for f in flushes if f >= start), start)
             spans.append(Span(start, cut, "cut", text, heard=" ".join(left)))
             left, end = [], cut
-        else:
-            spans.append(Span(t_ms, t_ms, "unheard", text, "generated, never heard"))
+        else:  # drawn where it would have played, after what went before it
+            spans.append(
+                Span(start, start, "unheard", text, f"generated at {t_ms} ms, never heard")
+            )
             end = start
         previous_end = end
     return spans
