@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -44,10 +45,26 @@ class EmulatedCaller(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """How the connection ended: the close code (None without a close frame) and reason."""
+
+    code: int | None
+    reason: str
+
+
 async def drive(
     url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
 ) -> int | None:
     """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
+    return (await drive_to_close(url, caller, speed=speed, max_ms=max_ms)).code
+
+
+async def drive_to_close(
+    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+) -> Closed:
+    """:func:`drive`, keeping the close reason too: over a telephone dialect it is all the
+    caller learns of why a gateway ended a call (a broken limit, a refusal)."""
     async with connect(url, max_size=2**20) as socket:
         for message in caller.opening():
             await socket.send(message)
@@ -67,7 +84,7 @@ async def _speak(
     *,
     speed: float,
     max_ms: int,
-    listener: asyncio.Task[int | None],
+    listener: asyncio.Task[Closed],
 ) -> None:
     started = time.monotonic()
     while not caller.finished(max_ms) and not listener.done():
@@ -80,12 +97,12 @@ async def _speak(
         await asyncio.sleep(max(0.0, due - time.monotonic()))
 
 
-async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> int | None:
-    """Answer gateway messages until the connection closes; the close code."""
+async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> Closed:
+    """Answer gateway messages until the connection closes; how it closed."""
     try:
         async for message in socket:
             for answer in caller.receive(message):
                 await socket.send(answer)
     except ConnectionClosed:
         pass
-    return socket.close_code
+    return Closed(socket.close_code, socket.close_reason or "")
