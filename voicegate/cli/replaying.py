@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
-from voicegate.callers.driver import drive
+from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
@@ -98,6 +98,8 @@ class ReplayResult:
     caller_records: list[Record]  # what the caller observed (always)
     in_process: bool
     close_code: int | None
+    #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
+    from_gateway: bool = True
 
 
 def new_caller(
@@ -157,6 +159,7 @@ def caller_timeline(
     *,
     onsets: Sequence[int | None] = (),
     close_code: int | None = None,
+    close_reason: str = "",
 ) -> list[Record]:
     """The caller-side records: cue starts (with labelled onsets), then what it observed."""
     cues: list[Record] = []
@@ -173,6 +176,8 @@ def caller_timeline(
         cues.append(record)
     opened: Record = {"t_ms": 0, "event": "stream_opened", "call_id": caller.call_id}
     closed: Record = {"t_ms": caller.now_ms, "event": "stream_closed", "close_code": close_code}
+    if close_reason:
+        closed["close_reason"] = close_reason
     return [opened, *sorted([*cues, *caller.observed], key=lambda r: int(r["t_ms"])), closed]
 
 
@@ -185,10 +190,15 @@ async def replay_remote(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
-    code = await _drive(url, caller, speed=speed, max_ms=max_ms)
-    records = caller_timeline(caller, script, onsets=onsets, close_code=code)
-    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+    """Replay against a gateway at ``url``: the caller-side timeline, and the gateway's when
+    its dialect carries it (the browser's ``event`` messages)."""
+    closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
+    records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
+    sent = caller.timeline if isinstance(caller, BrowserCaller) else []
+    return ReplayResult(caller, sent or records, records, False, code, from_gateway=bool(sent))
 
 
 async def replay_in_process(
@@ -210,7 +220,8 @@ async def replay_in_process(
         Gateway(runner, settings.gateway_options()) as gateway,
     ):
         url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
-        code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+        closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
         stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
@@ -219,7 +230,9 @@ async def replay_in_process(
     timeline = runner.timeline(caller.call_id)
     if timeline is None:
         raise RemoteProtocolError(f"the gateway kept no timeline for call {caller.call_id!r}")
-    caller_records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    caller_records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
     return ReplayResult(caller, list(timeline.records), caller_records, True, code)
 
 
@@ -228,8 +241,8 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
     return replace(settings, store=StoreSettings(data_dir=data_dir))
 
 
-async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
-    """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
+async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> Closed:
+    """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
         protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
         headers = (
@@ -237,7 +250,7 @@ async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int 
             if isinstance(caller, GenesysCaller)
             else None
         )
-        return await drive(
+        return await drive_to_close(
             url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols, headers=headers
         )
     except (OSError, WebSocketException) as error:
