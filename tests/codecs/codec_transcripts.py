@@ -18,9 +18,10 @@ from voicegate.types import AudioEncoding, AudioFormat
 
 WIRE = Path(__file__).resolve().parents[2] / "fixtures" / "wire"
 ALL_EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Event)}
-#: The call's own events, which every dialect's transcripts cover; ProtocolReply exists only
-#: where a protocol demands answers the session does not decide (Genesys pong and closed).
-EVENT_TYPES = {name: cls for name, cls in ALL_EVENT_TYPES.items() if name != "ProtocolReply"}
+#: Events only a protocol that demands immediate answers reports (Genesys pong and closed).
+PROTOCOL_EVENTS = frozenset({"ProtocolReply"})
+#: The events every audio dialect reports (the coverage tests ask each one for all of them).
+EVENT_TYPES = {name: cls for name, cls in ALL_EVENT_TYPES.items() if name not in PROTOCOL_EVENTS}
 COMMAND_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Command)}
 # Raw recordings (one provider message per line) share the folder; they are not transcripts.
 RECORDING_SUFFIX = ".twilio.jsonl"
