@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +27,10 @@ from websockets.exceptions import WebSocketException
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.genesys import GenesysCaller
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -40,13 +44,25 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
+    EXOTEL_STREAM_PATH,
+    GENESYS_STREAM_PATH,
+    JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
     VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
+Caller = (
+    TwilioCaller
+    | BrowserCaller
+    | TelnyxCaller
+    | PlivoCaller
+    | VonageCaller
+    | ExotelCaller
+    | JambonzCaller
+    | GenesysCaller
+)
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -55,10 +71,21 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "exotel": EXOTEL_STREAM_PATH,
+    "jambonz": JAMBONZ_STREAM_PATH,
+    "genesys": GENESYS_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
+TELEPHONE_RATES = {
+    "twilio": TWILIO_RATE,
+    "telnyx": 8000,
+    "plivo": 8000,
+    "vonage": 16000,
+    "exotel": 8000,  # the applet's default ?sample-rate
+    "jambonz": 8000,  # the listen verb's default sampleRate
+    "genesys": 8000,  # PCMU, the Audio Connector's only format
+}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -94,6 +121,13 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
+        return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
+        return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
+        ids = {"conversation_id": call_id} if call_id else {}
+        return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
@@ -210,7 +244,15 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
 async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> Closed:
     """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        return await drive_to_close(url, caller, speed=speed, max_ms=max_ms)
+        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        headers = (
+            caller.upgrade_headers(url, int(time.time()))
+            if isinstance(caller, GenesysCaller)
+            else None
+        )
+        return await drive_to_close(
+            url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols, headers=headers
+        )
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:
