@@ -35,7 +35,8 @@ def test_a_retryable_error_is_retried_with_waits_and_a_log_line(
     with caplog.at_level(logging.WARNING, logger="voicegate.retry"):
         assert call_retrying(flaky, POLICY, (ConnectionError,), "op", waits.append) == "ok"
     assert flaky.calls == 3
-    assert len(waits) == 2 and all(0 < wait <= 0.02 for wait in waits)
+    assert len(waits) == 2
+    assert all(0 < wait <= 0.02 for wait in waits)
     assert "op failed (refused); attempt 2" in caplog.text
 
 
@@ -57,6 +58,6 @@ def test_the_budget_bounds_the_waits() -> None:
 
 def test_other_errors_are_not_retried() -> None:
     flaky = Flaky(1, ValueError("bad"))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bad"):
         call_retrying(flaky, POLICY, (ConnectionError,), "op", lambda _: None)
     assert flaky.calls == 1

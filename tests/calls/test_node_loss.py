@@ -20,8 +20,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from websockets.asyncio.client import connect
+
 from tests.calls.call_kit import SLOW_BANK, cue, script_of
 from tests.redis_kit import RedisServer, redis_server  # noqa: F401 - the fixture
+from tests.server.server_kit import close_of
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
 
@@ -132,6 +135,15 @@ async def reconnect(url: str, attempts: int = 20) -> int | None:
     return 1013
 
 
+async def twin_refusal(url: str) -> tuple[int | None, str | None]:
+    """The same CallSid's `start` on a node: the close code and reason it gets."""
+    twin = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=1000), call_sid=CALL_SID)
+    async with connect(url, open_timeout=30, close_timeout=2) as socket:
+        for message in twin.opening():
+            await socket.send(message)
+        return await close_of(socket)
+
+
 async def test_a_sigkilled_node_s_call_resumes_on_the_other_node(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
@@ -147,6 +159,13 @@ async def test_a_sigkilled_node_s_call_resumes_on_the_other_node(
         caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=60_000), call_sid=CALL_SID)
         call = asyncio.create_task(drive(url_a, caller, speed=1.0, max_ms=70_000))
         await until_started(project)
+        # The same CallSid on the other node while it is live here: refused with a reason,
+        # and the first call goes on.
+        code, reason = await twin_refusal(url_b)
+        assert code == 1013
+        assert str(reason).startswith(f"call {CALL_SID} is live on node ")
+        assert not call.done()
+        assert tool_record(project) == ["started"]  # its tool still awaits, untouched
         node_a.send_signal(signal.SIGKILL)  # the node is lost while its tool awaits
         with contextlib.suppress(Exception):
             await call

@@ -53,6 +53,12 @@ def engine_for(tmp_path: Path, tool: str) -> ProjectEngine:
     return ProjectEngine(load_project(project), lambda _: ScriptedLLM(script), BrokenStore())
 
 
+async def run_turn(engine: ProjectEngine) -> None:
+    async with engine.turn("c1", Transcript("go")) as stream:
+        async for _ in stream:
+            pass
+
+
 @pytest.mark.parametrize("tool", ["plain", "careless"])
 async def test_a_failed_memory_write_ends_the_turn_with_the_store_error(
     tmp_path: Path, tool: str
@@ -60,8 +66,6 @@ async def test_a_failed_memory_write_ends_the_turn_with_the_store_error(
     engine = engine_for(tmp_path, tool)
     await engine.open(CallInfo("c1"))
     with pytest.raises(StoreError, match="Redis write failed"):
-        async with engine.turn("c1", Transcript("go")) as stream:
-            async for _ in stream:
-                pass
+        await run_turn(engine)
     history = engine.session("c1").history.snapshot()
     assert not [e for e in history if isinstance(e, ToolExecuted) and e.name == tool]
