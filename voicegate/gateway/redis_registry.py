@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from voicegate.gateway.transport import CLOSE_TRY_AGAIN_LATER, Refusal
@@ -116,7 +119,13 @@ class RedisCallRegistry:
         self.options = options
         self.node_id = options.node_id or default_node_id()
         self._redis = aioredis.Redis.from_url(
-            url, socket_timeout=options.timeout_s, socket_connect_timeout=options.timeout_s
+            url,
+            socket_timeout=options.timeout_s,
+            socket_connect_timeout=options.timeout_s,
+            # One immediate retry on a fresh connection: a pooled one a restarted Redis
+            # closed fails its next command (the whole exchange stays bounded, _bounded).
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
         )
         self._keys = [f"{options.namespace}:live", f"{options.namespace}:owners"]
         self._acquire = self._redis.register_script(_ACQUIRE)
