@@ -20,11 +20,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from websockets.asyncio.client import connect
-
 from tests.calls.call_kit import SLOW_BANK, cue, script_of
+from tests.calls.test_redis_outage import start_refusal
 from tests.redis_kit import RedisServer, redis_server  # noqa: F401 - the fixture
-from tests.server.server_kit import close_of
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
 
@@ -135,15 +133,6 @@ async def reconnect(url: str, attempts: int = 20) -> int | None:
     return 1013
 
 
-async def twin_refusal(url: str) -> tuple[int | None, str | None]:
-    """The same CallSid's `start` on a node: the close code and reason it gets."""
-    twin = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=1000), call_sid=CALL_SID)
-    async with connect(url, open_timeout=30, close_timeout=2) as socket:
-        for message in twin.opening():
-            await socket.send(message)
-        return await close_of(socket)
-
-
 async def test_a_sigkilled_node_s_call_resumes_on_the_other_node(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
@@ -161,7 +150,7 @@ async def test_a_sigkilled_node_s_call_resumes_on_the_other_node(
         await until_started(project)
         # The same CallSid on the other node while it is live here: refused with a reason,
         # and the first call goes on.
-        code, reason = await twin_refusal(url_b)
+        code, reason = await start_refusal(url_b, CALL_SID)
         assert code == 1013
         assert str(reason).startswith(f"call {CALL_SID} is live on node ")
         assert not call.done()

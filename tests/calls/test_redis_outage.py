@@ -54,6 +54,15 @@ async def new_call(url: str, call_sid: str, tail_ms: int) -> int | None:
     return await drive(url, caller, speed=2.0, max_ms=10_000)
 
 
+async def start_refusal(url: str, call_sid: str) -> tuple[int | None, str | None]:
+    """A caller's `start` for ``call_sid``: the close code and reason the gateway answers."""
+    caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=1000), call_sid=call_sid)
+    async with connect(url, open_timeout=30, close_timeout=2) as socket:
+        for message in caller.opening():
+            await socket.send(message)
+        return await close_of(socket)
+
+
 async def ready_again(base: str, timeout_s: float = 20.0) -> dict[str, object]:
     """Poll /readyz until it answers 200 (the registry pings on every probe here)."""
     loop = asyncio.get_running_loop()
@@ -100,3 +109,17 @@ async def test_redis_stopped_mid_call_then_restarted(
         redis_server.start()  # back, empty (no persistence in tests)
         assert (await ready_again(base))["reason"] == "ready"
         assert await new_call(url, "CA00000000000000000000000000000ut2", 200) == CLOSE_NORMAL
+
+
+async def test_a_store_that_cannot_claim_a_new_call_refuses_it_with_1013(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(SLOW_BANK, project)
+    # No call registry here: the store's claim at `start` is the first to meet the outage.
+    async with node(project, redis_server.url, ["hi"], TURNS, timeout_s=0.2) as (url, _):
+        redis_server.stop()
+        code, reason = await start_refusal(url, "CA00000000000000000000000000000ut3")
+    assert code == CLOSE_TRY_AGAIN_LATER
+    assert str(reason).startswith("store unavailable: Redis claim failed")
