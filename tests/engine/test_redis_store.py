@@ -95,6 +95,22 @@ def test_a_write_to_a_stopped_server_fails_with_a_store_error(
         store.claim("CA1")
 
 
+def test_a_write_to_a_frozen_server_fails_within_its_bound(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    store = RedisStore(redis_server.url, RedisOptions("voicegate:bank", timeout_s=0.1))
+    store.save("conv", "project", "visits", "1")
+    redis_server.pause()
+    try:
+        with pytest.raises(StoreError, match="Redis write failed: Timeout"):
+            store.save("conv", "project", "visits", "2")
+    finally:
+        redis_server.resume()
+    store.save("conv", "project", "visits", "3")
+    assert store.load("conv") == {("project", "visits"): "3"}
+    store.close()
+
+
 def test_a_call_hash_lost_with_its_server_is_written_again(
     store: RedisStore,
     redis_server: RedisServer,  # noqa: F811

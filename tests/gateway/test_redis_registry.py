@@ -129,3 +129,21 @@ async def test_a_restarted_empty_redis_gets_the_nodes_leases_back(
     assert await b.acquire("CA1") == Refusal(
         CLOSE_TRY_AGAIN_LATER, "call CA1 is live on node node-a"
     )
+
+
+async def test_a_frozen_redis_refuses_new_calls_within_the_timeout(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    options = RegistryOptions("voicegate:bank", 2, timeout_s=0.2, node_id="n", health_s=0.0)
+    registry = RedisCallRegistry(redis_server.url, options)
+    assert await registry.check() is None
+    redis_server.pause()  # a Redis too slow to answer: nothing waits past the bound
+    try:
+        refused = await registry.check()
+        assert refused is not None
+        assert refused.reason.startswith("call registry unavailable: ")
+        assert await registry.acquire("CA1") == refused
+    finally:
+        redis_server.resume()
+    assert await registry.check() is None
+    await registry.aclose()

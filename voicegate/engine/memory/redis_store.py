@@ -20,11 +20,13 @@ Keys (docs/redis.md), ``<ns>`` being ``<key_prefix>:<project>``:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
+from redis.client import Pipeline
 from redis.retry import Retry
 
 from voicegate.errors import StaleCallError, StoreError
@@ -123,20 +125,24 @@ class RedisStore:
 
     def load(self, conversation_id: str) -> dict[tuple[str, str], str]:
         """Every stored value of a conversation; reading renews its TTL."""
-        key = self.memory_key(conversation_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.hgetall(key)
-        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
-        rows, _ = self._run("read", pipe.execute)
+        key, ttl = self.memory_key(conversation_id), _ms(self.options.memory_ttl_s)
+        rows, _ = self._run("read", self._transaction, lambda p: p.hgetall(key).pexpire(key, ttl))
         return {_field(name): value for name, value in rows.items()}
 
     def save(self, conversation_id: str, namespace: str, entry: str, json_value: str) -> None:
         """Store one value before returning (HSET is idempotent, so a retry applies it once)."""
-        key = self.memory_key(conversation_id)
+        key, ttl = self.memory_key(conversation_id), _ms(self.options.memory_ttl_s)
+        field = json.dumps([namespace, entry])
+        self._run(
+            "write", self._transaction, lambda p: p.hset(key, field, json_value).pexpire(key, ttl)
+        )
+
+    def _transaction(self, queue: Callable[[Pipeline], object]) -> list[Any]:
+        """The commands ``queue`` adds, in one MULTI/EXEC. A fresh pipeline per attempt: one
+        that failed is emptied, and executing it again would send nothing."""
         pipe = self._redis.pipeline(transaction=True)
-        pipe.hset(key, json.dumps([namespace, entry]), json_value)
-        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
-        self._run("write", pipe.execute)
+        queue(pipe)
+        return pipe.execute()
 
     def close(self) -> None:
         """Release the connection pool."""
