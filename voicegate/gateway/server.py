@@ -230,8 +230,9 @@ class _Routes:
         return web.json_response({"status": "ok"})
 
     async def readyz(self, request: web.Request) -> web.Response:
-        """Whether a new call would be admitted, and if not why (starting, draining, full)."""
-        readiness = self._calls.readiness()
+        """Whether a new call would be admitted, and if not why (starting, draining, full, the
+        call registry unreachable)."""
+        readiness = await self._calls.check()
         body = {
             "ready": readiness.ready,
             "reason": readiness.reason,

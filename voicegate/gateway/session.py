@@ -44,7 +44,7 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
@@ -54,6 +54,7 @@ from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provi
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
+    CLOSE_TRY_AGAIN_LATER,
     CallGate,
     CallLeases,
     Refusal,
@@ -222,10 +223,7 @@ class CallSession:
         """Take a call slot and open the call; False if the gateway refuses it."""
         refusal = self._gate.started(started) or await self._lease(started)
         if refusal is not None:
-            self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
-            with contextlib.suppress(LocalProtocolError):
-                await self._send(Hangup(refusal.reason))  # the browser's `stop`
-            await self._transport.close(refusal.code, refusal.reason)
+            await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
@@ -258,11 +256,25 @@ class CallSession:
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
         )
         info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
-        await self._services.engine.open(info)
+        try:
+            await self._services.engine.open(info)
+        except StoreError as error:
+            # The store could not claim or load the call: nothing started, the provider may
+            # try again later (docs/redis.md, "When Redis is down or slow").
+            log.warning("call %s: store unavailable: %s", self._call_id, error)
+            await self._refuse(Refusal(CLOSE_TRY_AGAIN_LATER, f"store unavailable: {error}"))
+            return False
         self._engine_open = True
         assert self._tasks is not None
         self._tasks.create_task(self._read_transcripts(self._stt))
         return True
+
+    async def _refuse(self, refusal: Refusal) -> None:
+        """Turn the call away at its start: the hang-up (the browser's `stop`), the close."""
+        self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
+        with contextlib.suppress(LocalProtocolError):
+            await self._send(Hangup(refusal.reason))
+        await self._transport.close(refusal.code, refusal.reason)
 
     async def _lease(self, started: CallStarted) -> Refusal | None:
         """Take the call's lease across nodes, when the deployment shares a registry."""
