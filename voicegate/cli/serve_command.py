@@ -332,14 +332,19 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
 
 
 def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
-    """The Telnyx, Plivo and Vonage routes of the banner (docs/protocols/NAME.md)."""
+    """The routes of the providers added after Twilio, for the banner (docs/protocols/NAME.md)."""
     routes = [
         ("telnyx", options.telnyx, server.TELNYX_WEBHOOK_PATH, server.TELNYX_STREAM_PATH),
         ("plivo", options.plivo, server.PLIVO_WEBHOOK_PATH, server.PLIVO_STREAM_PATH),
         ("vonage", options.vonage, server.VONAGE_WEBHOOK_PATH, server.VONAGE_STREAM_PATH),
+        ("exotel", options.exotel, server.EXOTEL_WEBHOOK_PATH, server.EXOTEL_STREAM_PATH),
+        ("jambonz", options.jambonz, server.JAMBONZ_WEBHOOK_PATH, server.JAMBONZ_STREAM_PATH),
     ]
-    return [
+    lines = [
         f"  {name + ':':8} webhook {base}{webhook}, media stream {ws}{stream}"
         for name, enabled, webhook, stream in routes
         if enabled is not None
     ]
+    if options.genesys is not None:  # no webhook: the integration names the socket
+        lines.append(f"  genesys: AudioHook stream {ws}{server.GENESYS_STREAM_PATH}")
+    return lines

@@ -23,11 +23,15 @@ from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
+    DEFAULT_EXOTEL_FIELDS,
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
+    ExotelOptions,
     GatewayOptions,
+    GenesysOptions,
+    JambonzOptions,
     PlivoOptions,
     TelnyxOptions,
     TwilioOptions,
@@ -290,6 +294,134 @@ class VonageSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ExotelSettings:
+    """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.exotel.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.exotel.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.exotel needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> ExotelOptions:
+        """The server's Exotel options, with the secret the CLI resolved."""
+        return ExotelOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.exotel.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JambonzSettings:
+    """``providers.jambonz``: the calling webhook (a listen verb) and the listen socket."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = ()
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.jambonz.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.jambonz.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.jambonz needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> JambonzOptions:
+        """The server's Jambonz options, with the secret the CLI resolved."""
+        return JambonzOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.jambonz.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenesysSettings:
+    """``providers.genesys``: the AudioHook (Audio Connector) WebSocket route."""
+
+    enabled: bool = True
+    api_key_env: str = ""
+    client_secret_env: str = ""
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        for key in ("api_key_env", "client_secret_env"):
+            name = getattr(self, key)
+            if name and not _ENV_NAME.fullmatch(name):
+                raise ConfigError(f"{key} must name an environment variable, got {name!r}")
+        if self.client_secret_env and not self.api_key_env:
+            raise ConfigError("client_secret_env needs api_key_env (the signature's keyid)")
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secrets this section names."""
+        names = {
+            "providers.genesys.api_key_env": self.api_key_env,
+            "providers.genesys.client_secret_env": self.client_secret_env,
+        }
+        return {path: name for path, name in names.items() if name and self.enabled}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        signed = self.api_key_env and self.client_secret_env
+        if not self.enabled or self.allow_unauthenticated or signed:
+            return None
+        return "providers.genesys needs api_key_env and client_secret_env"
+
+    def options(self, secrets: Mapping[str, str]) -> GenesysOptions:
+        """The server's Genesys options, with the secrets the CLI resolved."""
+        return GenesysOptions(
+            api_key=secrets.get("providers.genesys.api_key_env"),
+            client_secret=secrets.get("providers.genesys.client_secret_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -298,6 +430,9 @@ class ProvidersSettings:
     telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
     plivo: PlivoSettings = field(default_factory=PlivoSettings)
     vonage: VonageSettings = field(default_factory=VonageSettings)
+    exotel: ExotelSettings = field(default_factory=ExotelSettings)
+    jambonz: JambonzSettings = field(default_factory=JambonzSettings)
+    genesys: GenesysSettings = field(default_factory=GenesysSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +552,9 @@ class Settings:
         names.update(providers.telnyx.secret_env_names())
         names.update(providers.plivo.secret_env_names())
         names.update(providers.vonage.secret_env_names())
+        names.update(providers.exotel.secret_env_names())
+        names.update(providers.jambonz.secret_env_names())
+        names.update(providers.genesys.secret_env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -434,7 +572,9 @@ class Settings:
             problems.append("providers.twilio needs auth_token_env and stream_secret_env")
         if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
             problems.append("providers.browser needs api_key_env")
-        for section in (self.providers.telnyx, self.providers.plivo, self.providers.vonage):
+        providers = self.providers
+        sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
+        for section in (*sections, providers.jambonz, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -453,6 +593,8 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        exotel, jambonz = self.providers.exotel, self.providers.jambonz
+        genesys = self.providers.genesys
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -485,4 +627,7 @@ class Settings:
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
             plivo=plivo.options(secrets) if plivo.enabled else None,
             vonage=vonage.options(secrets) if vonage.enabled else None,
+            exotel=exotel.options(secrets) if exotel.enabled else None,
+            jambonz=jambonz.options(secrets) if jambonz.enabled else None,
+            genesys=genesys.options(secrets) if genesys.enabled else None,
         )

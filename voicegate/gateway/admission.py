@@ -9,6 +9,7 @@ reason in the body; after it, WebSocket closes with a reason.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from aiohttp import web
 from voicegate.codecs import CallStarted
 from voicegate.gateway.auth import (
     STREAM_TOKEN_PARAMETER,
+    basic_valid,
     bearer_valid,
     issue_stream_token,
     origin_allowed,
@@ -35,6 +37,8 @@ from voicegate.gateway.twiml import (
     signature_valid,
     websocket_url,
 )
+
+log = logging.getLogger(__name__)
 
 #: The browser page's cookie: a token proving the client loaded this gateway's page.
 PAGE_COOKIE = "voicegate_page"
@@ -159,6 +163,23 @@ def _key_or_page(request: web.Request, browser: BrowserOptions) -> bool:
         return False
     token = {STREAM_TOKEN_PARAMETER: cookie}
     return stream_token_problem(browser.api_key, PAGE_SUBJECT, token, time.time()) is None
+
+
+def basic_refusal(
+    request: web.Request, dialect: str, username: str, password: str | None
+) -> web.Response | None:
+    """401 when HTTP Basic credentials are configured and the request lacks them, else None.
+
+    Exotel (stream URL user-info) and Jambonz (``wsAuth``, basic-auth webhooks) authenticate
+    this way; docs/protocols/exotel.md, jambonz.md.
+    """
+    if password is None:
+        return None
+    if basic_valid(request.headers.get("Authorization"), username, password):
+        return None
+    log.warning("%s %s: missing or wrong Basic credentials", dialect, request.path)
+    headers = {"WWW-Authenticate": f'Basic realm="voicegate {dialect}"'}
+    return web.Response(status=401, text="missing or wrong credentials\n", headers=headers)
 
 
 def request_base(options: GatewayOptions, request: web.Request) -> str:

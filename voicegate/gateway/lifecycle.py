@@ -30,6 +30,7 @@ from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.server import build_app
+from voicegate.gateway.session import SessionRunner
 from voicegate.gateway.transport import CLOSE_INTERNAL_ERROR, CallRunner
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,10 @@ class Gateway:
         self.options = options
         self.board = Scoreboard.private(options.capacity) if board is None else board
         self.worker = worker
+        # With a call registry shared by the nodes (Redis), admission and /readyz consult it.
+        leases = runner.services.leases if isinstance(runner, SessionRunner) else None
         self.calls = CallRegistry(
-            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start
+            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start, leases
         )
         self.metrics = metrics
         logs = options.call_logs

@@ -84,6 +84,14 @@ class CallLeases(Protocol):
         """Give the call's lease back (the call ended on this node)."""
         ...
 
+    def refusal(self) -> Refusal | None:
+        """Why a new call would be refused now (the registry unreachable), as last seen."""
+        ...
+
+    async def check(self) -> Refusal | None:
+        """The same, checked afresh within a short timeout (the answer reused briefly)."""
+        ...
+
 
 class CallRunner(Protocol):
     """Runs one call over a transport with a codec until the call ends."""
