@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
     DEFAULT_EXOTEL_FIELDS,
@@ -60,6 +61,8 @@ class ServerSettings:
     uvloop: bool = True  # run the event loops on uvloop (libuv) rather than asyncio's own
     # GET /metrics wants this bearer token (named environment variable); "": no token.
     metrics_token_env: str = ""
+    # /calls wants this token (named environment variable); "": this machine's clients only.
+    calls_token_env: str = ""
     # Honour X-Forwarded-Proto/Host from the proxy in front (TwiML then says wss://).
     trusted_proxy: bool = False
 
@@ -480,6 +483,11 @@ class StoreSettings:
     resume_line: str = "Sorry, we were cut off. Where were we?"
     #: How long a call's lease in the Redis call registry outlives its node's last renewal.
     lease_s: float = 5.0
+    #: Every call's timeline as JSONL under data_dir/calls (shown by /calls).
+    call_logs: bool = True
+    call_log_max_bytes: int = 1024 * 1024
+    call_logs_kept: int = 1000
+    call_log_max_age_s: float = 7 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         if not _ENV_NAME.fullmatch(self.redis_url_env):
@@ -488,9 +496,28 @@ class StoreSettings:
             )
         if not self.key_prefix or ":" in self.key_prefix:
             raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
-        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s", "lease_s"):
+        for name in (
+            "memory_ttl_s",
+            "call_ttl_s",
+            "timeout_s",
+            "lease_s",
+            "call_log_max_bytes",
+            "call_logs_kept",
+            "call_log_max_age_s",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+
+    def call_log_options(self) -> CallLogOptions | None:
+        """Where the gateway writes call logs, or None when they are off."""
+        if not self.call_logs:
+            return None
+        return CallLogOptions(
+            self.data_dir / "calls",
+            max_bytes=self.call_log_max_bytes,
+            keep=self.call_logs_kept,
+            max_age_s=self.call_log_max_age_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,6 +546,7 @@ class Settings:
             ),
             "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
             "server.metrics_token_env": self.server.metrics_token_env,
+            "server.calls_token_env": self.server.calls_token_env,
         }
         providers = self.providers
         names.update(providers.telnyx.secret_env_names())
@@ -576,6 +604,8 @@ class Settings:
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
             metrics_token=secrets.get("server.metrics_token_env"),
+            calls_token=secrets.get("server.calls_token_env"),
+            call_logs=self.store.call_log_options(),
             trusted_proxy=self.server.trusted_proxy,
             limits=self.limits,
             twilio=TwilioOptions(

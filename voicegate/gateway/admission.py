@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +26,7 @@ from voicegate.gateway.auth import (
     origin_allowed,
     stream_token_problem,
 )
+from voicegate.gateway.calllog import CallLog
 from voicegate.gateway.calls import ActiveCall, CallRegistry
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.ratelimit import RateLimiter, SocketCounter
@@ -53,6 +55,8 @@ class StartGate:
     registry: CallRegistry
     call: ActiveCall
     authenticate: Authenticator | None = None
+    #: The call's log on disk (gateway/calllog.py), when the gateway keeps them.
+    log: CallLog | None = None
 
     @property
     def call_id(self) -> str:
@@ -66,6 +70,11 @@ class StartGate:
             if problem is not None:
                 return Refusal(CLOSE_POLICY_VIOLATION, problem)
         return self.registry.start(self.call, call.call_id or call.stream_id)
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Append one timeline record to the call's log (if kept)."""
+        if self.log is not None:
+            self.log.record(record)
 
 
 def twilio_token_check(twilio: TwilioOptions) -> Authenticator | None:

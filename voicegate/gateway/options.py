@@ -19,6 +19,7 @@ from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
 from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
 from voicegate.codecs.vonage import vonage_format
 from voicegate.errors import ConfigError
+from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.telnyx_texml import public_key
 from voicegate.types import AudioFormat
@@ -234,6 +235,11 @@ class GatewayOptions:
     shutdown_deadline_s: float = 30.0
     # When set, GET /metrics wants ``Authorization: Bearer <token>`` (else 403).
     metrics_token: str | None = field(default=None, repr=False)
+    # When set, /calls wants it (Bearer, or HTTP Basic with it as password); None: /calls
+    # serves clients on this machine only (gateway/callviews.py).
+    calls_token: str | None = field(default=None, repr=False)
+    # Where every call's timeline is written as JSONL and read by /calls; None: not kept.
+    call_logs: CallLogOptions | None = None
     # Behind a proxy this gateway trusts: take the scheme and host of URLs from its
     # X-Forwarded-Proto and X-Forwarded-Host (never from an untrusted peer: it could then
     # choose the URL that Twilio signatures are checked against).

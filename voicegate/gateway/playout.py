@@ -210,6 +210,11 @@ class Playout:
         text = remainder(queued.text, played_ms, segment)
         return replace(queued, payload=queued.payload[start:], text=text)
 
+    def unplayed_ms(self, now_ms: MediaMs) -> int:
+        """Bot audio the caller has not heard yet: queued here, or sent and not yet played."""
+        queued = sum(len(segment.payload) for segment in self._queue) - self._offset
+        return queued // self._bytes_per_ms + max(0, self._sent_until_ms - now_ms)
+
     def flush(self, new_epoch: int, now_ms: MediaMs) -> tuple[list[Command], list[TurnHeard]]:
         """A confirmed interruption: drop queued audio, clear the provider, settle the ledger."""
         self._epoch = new_epoch

@@ -22,6 +22,7 @@
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
 ``GET /workers``            every worker process: pid, calls, media-loop lag histogram
 ``GET /metrics``            Prometheus metrics of every worker (docs/metrics.md)
+``GET /calls[/{id}]``        recent and live calls and their timelines (gateway/callviews.py)
 ==========================  ============================================================
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
@@ -71,7 +72,9 @@ from voicegate.gateway.admission import (
     twilio_token_parameter,
 )
 from voicegate.gateway.auth import bearer_valid
-from voicegate.gateway.calls import CallRegistry, run_call
+from voicegate.gateway.calllog import CallLog, CallLogOptions, CallLogs
+from voicegate.gateway.calls import ActiveCall, CallRegistry, run_call
+from voicegate.gateway.callviews import CallViews
 from voicegate.gateway.logcontext import about_call
 from voicegate.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
@@ -128,11 +131,15 @@ def build_app(
     call_ids: Callable[[str], str] = new_call_id,
     board: Scoreboard | None = None,
     metrics: GatewayMetrics | None = None,
+    call_logs: CallLogs | None = None,
+    app: web.Application | None = None,
 ) -> web.Application:
     """The application serving every route; ``calls`` admits calls and is drained to stop;
-    ``board`` (the workers' scoreboard) enables ``GET /workers``, ``metrics`` ``/metrics``."""
-    routes = _Routes(runner, options, calls, call_ids, metrics)
-    app = web.Application()
+    ``board`` (the workers' scoreboard) enables ``GET /workers``, ``metrics`` ``/metrics``,
+    ``call_logs`` (the writer of ``options.call_logs``) ``/calls``. ``app``: add the routes
+    to this application instead of a new one."""
+    routes = _Routes(runner, options, calls, call_ids, metrics, call_logs)
+    app = web.Application() if app is None else app
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
     if board is not None:
@@ -168,6 +175,9 @@ def build_app(
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
+    if options.call_logs is not None:
+        routes.call_views(options.call_logs).add_routes(app)
+    if options.browser is not None or options.call_logs is not None:
         app.router.add_get("/static/{name}", page_file)
     return app
 
@@ -207,14 +217,22 @@ class _Routes:
         calls: CallRegistry,
         call_ids: Callable[[str], str],
         metrics: GatewayMetrics | None = None,
+        call_logs: CallLogs | None = None,
     ) -> None:
         self._runner = runner
         self._metrics = metrics
+        self._call_logs = call_logs
         self._options = options
         self._calls = calls
         self._call_ids = call_ids
         self._guard = RequestGuard(options)
         self._twilio_check = None if options.twilio is None else twilio_token_check(options.twilio)
+
+    def call_views(self, logs: CallLogOptions) -> CallViews:
+        """The ``/calls`` handlers, behind this ingress's rate limit."""
+        options = self._options
+        token, proxy = options.calls_token, options.trusted_proxy
+        return CallViews(logs, token, proxy, STATIC_DIR, self._guard.too_many)
 
     async def browser_page(self, request: web.Request) -> web.StreamResponse:
         """The browser client: talk to the gateway from a web page."""
@@ -478,15 +496,22 @@ class _Routes:
             log.info("call %s connected", call_id)
             if self._metrics is not None:
                 self._metrics.call_started(dialect)
+            call_log = None if self._call_logs is None else self._call_logs.open(call_id, dialect)
             try:
-                gate = StartGate(self._calls, admitted, authenticate)
+                gate = StartGate(self._calls, admitted, authenticate, call_log)
                 await run_call(admitted, self._runner, codec, gate)
             finally:
                 self._calls.release(admitted)
-                if self._metrics is not None:
-                    self._metrics.call_ended(dialect, admitted.close_code)
+                self._ended(admitted, call_log)
             log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
+
+    def _ended(self, call: ActiveCall, call_log: CallLog | None) -> None:
+        """Count the call's end and close its log with how it ended."""
+        if self._metrics is not None:
+            self._metrics.call_ended(call.dialect, call.close_code)
+        if call_log is not None:
+            call_log.close(call.close_code, call.close_reason, call.provider_call_id)
 
 
 async def refuse(transport: Transport, codec: Codec, refusal: Refusal) -> None:

@@ -127,7 +127,7 @@ class CallSession:
         limits = settings.limits
         observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=(self._unpublished.append, *observers),
+            listeners=(self._unpublished.append, gate.record, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
@@ -390,11 +390,13 @@ class CallSession:
         if turn is not None and not turn.done():
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
+        dropped_ms = self._playout.unplayed_ms(self._now_ms)  # never heard: issue 18
         commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
         if self._turns is not None:
             self._turns.flushed(self._now_ms)
         await self._send_all(commands)
-        self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
+        verb = self._codec.capabilities.flush_verb
+        self.timeline.emit(self._now_ms, "flush_sent", verb=verb, dropped_ms=dropped_ms)
         reported = {h.turn_id for h in heard}
         for settled in heard:
             await self._report_heard(settled)

@@ -9,7 +9,7 @@ over any transport.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from voicegate.codecs import CallStarted, Codec
 from voicegate.errors import PolicyViolationError, RemoteProtocolError
@@ -66,6 +66,10 @@ class CallGate(Protocol):
 
     def started(self, call: CallStarted) -> Refusal | None:
         """Take a call slot at `start`, or say why not (authentication, capacity, duplicate)."""
+        ...
+
+    def record(self, record: dict[str, Any]) -> None:
+        """One record of the call's timeline, for the gateway's own log of the call."""
         ...
 
 
