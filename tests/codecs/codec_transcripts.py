@@ -18,10 +18,14 @@ from voicegate.types import AudioEncoding, AudioFormat
 
 WIRE = Path(__file__).resolve().parents[2] / "fixtures" / "wire"
 ALL_EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Event)}
+#: Events only a protocol that demands immediate answers reports (Genesys pong and closed).
+PROTOCOL_EVENTS = frozenset({"ProtocolReply"})
 #: Events only a provider that transcribes and speaks itself reports (ConversationRelay).
 TEXT_EVENTS = frozenset({"TranscriptReceived", "PlaybackInterrupted", "ProviderError"})
 #: The events every audio dialect reports (the coverage tests ask each one for all of them).
-EVENT_TYPES = {name: cls for name, cls in ALL_EVENT_TYPES.items() if name not in TEXT_EVENTS}
+EVENT_TYPES = {
+    name: cls for name, cls in ALL_EVENT_TYPES.items() if name not in PROTOCOL_EVENTS | TEXT_EVENTS
+}
 COMMAND_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Command)}
 # Raw recordings (one provider message per line) share the folder; they are not transcripts.
 RECORDING_SUFFIX = ".twilio.jsonl"
@@ -56,6 +60,8 @@ def decode_value(name: str, value: Any) -> Any:
     """A field value from its transcript spelling: ``{"$base64": ...}`` bytes, audio formats."""
     if isinstance(value, dict) and set(value) == {"$base64"}:
         return base64.b64decode(value["$base64"], validate=True)
+    if name == "messages":  # ProtocolReply: frames, as in a "messages" line
+        return tuple(frame(spec) for spec in value)
     if name == "audio_format":
         encoding = AudioEncoding(value["encoding"])
         return AudioFormat(encoding, value["sample_rate"], value.get("channels", 1))

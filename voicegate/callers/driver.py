@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 
 class EmulatedCaller(Protocol):
@@ -44,11 +47,51 @@ class EmulatedCaller(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """How the connection ended: the close code (None without a close frame) and reason."""
+
+    code: int | None
+    reason: str
+
+
 async def drive(
-    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    subprotocols: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> int | None:
-    """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
-    async with connect(url, max_size=2**20) as socket:
+    """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
+
+    ``subprotocols``: what the provider asks for in its upgrade (Jambonz's audio.jambonz.org);
+    credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth); ``headers``
+    are added to the upgrade (Genesys's ids, API key and signature).
+    """
+    closed = await drive_to_close(
+        url, caller, speed=speed, max_ms=max_ms, subprotocols=subprotocols, headers=headers
+    )
+    return closed.code
+
+
+async def drive_to_close(
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    subprotocols: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+) -> Closed:
+    """:func:`drive`, keeping the close reason too: over a telephone dialect it is all the
+    caller learns of why a gateway ended a call (a broken limit, a refusal)."""
+    offered = [Subprotocol(name) for name in subprotocols] or None
+    extra = dict(headers) if headers else None
+    async with connect(
+        url, max_size=2**20, subprotocols=offered, additional_headers=extra
+    ) as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:
@@ -67,7 +110,7 @@ async def _speak(
     *,
     speed: float,
     max_ms: int,
-    listener: asyncio.Task[int | None],
+    listener: asyncio.Task[Closed],
 ) -> None:
     started = time.monotonic()
     while not caller.finished(max_ms) and not listener.done():
@@ -80,12 +123,12 @@ async def _speak(
         await asyncio.sleep(max(0.0, due - time.monotonic()))
 
 
-async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> int | None:
-    """Answer gateway messages until the connection closes; the close code."""
+async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> Closed:
+    """Answer gateway messages until the connection closes; how it closed."""
     try:
         async for message in socket:
             for answer in caller.receive(message):
                 await socket.send(answer)
     except ConnectionClosed:
         pass
-    return socket.close_code
+    return Closed(socket.close_code, socket.close_reason or "")

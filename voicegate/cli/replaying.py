@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,9 +26,12 @@ from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
-from voicegate.callers.driver import drive
+from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.genesys import GenesysCaller
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -42,6 +46,9 @@ from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
+    EXOTEL_STREAM_PATH,
+    GENESYS_STREAM_PATH,
+    JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
@@ -54,6 +61,9 @@ Caller = (
     | TelnyxCaller
     | PlivoCaller
     | VonageCaller
+    | ExotelCaller
+    | JambonzCaller
+    | GenesysCaller
     | ConversationRelayCaller
 )
 Record = dict[str, Any]
@@ -64,6 +74,9 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "exotel": EXOTEL_STREAM_PATH,
+    "jambonz": JAMBONZ_STREAM_PATH,
+    "genesys": GENESYS_STREAM_PATH,
     "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
@@ -73,6 +86,9 @@ TELEPHONE_RATES = {
     "telnyx": 8000,
     "plivo": 8000,
     "vonage": 16000,
+    "exotel": 8000,  # the applet's default ?sample-rate
+    "jambonz": 8000,  # the listen verb's default sampleRate
+    "genesys": 8000,  # PCMU, the Audio Connector's only format
     "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
 BROWSER_DEFAULT_RATE = 16000
@@ -87,6 +103,8 @@ class ReplayResult:
     caller_records: list[Record]  # what the caller observed (always)
     in_process: bool
     close_code: int | None
+    #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
+    from_gateway: bool = True
 
 
 def new_caller(
@@ -108,6 +126,13 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
+        return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
+        return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
+        ids = {"conversation_id": call_id} if call_id else {}
+        return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
     if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
         sid = call_id or DEFAULT_CALL_SID
         return ConversationRelayCaller(
@@ -144,6 +169,7 @@ def caller_timeline(
     *,
     onsets: Sequence[int | None] = (),
     close_code: int | None = None,
+    close_reason: str = "",
 ) -> list[Record]:
     """The caller-side records: cue starts (with labelled onsets), then what it observed."""
     cues: list[Record] = []
@@ -160,6 +186,8 @@ def caller_timeline(
         cues.append(record)
     opened: Record = {"t_ms": 0, "event": "stream_opened", "call_id": caller.call_id}
     closed: Record = {"t_ms": caller.now_ms, "event": "stream_closed", "close_code": close_code}
+    if close_reason:
+        closed["close_reason"] = close_reason
     return [opened, *sorted([*cues, *caller.observed], key=lambda r: int(r["t_ms"])), closed]
 
 
@@ -172,10 +200,15 @@ async def replay_remote(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
-    code = await _drive(url, caller, speed=speed, max_ms=max_ms)
-    records = caller_timeline(caller, script, onsets=onsets, close_code=code)
-    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+    """Replay against a gateway at ``url``: the caller-side timeline, and the gateway's when
+    its dialect carries it (the browser's ``event`` messages)."""
+    closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
+    records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
+    sent = caller.timeline if isinstance(caller, BrowserCaller) else []
+    return ReplayResult(caller, sent or records, records, False, code, from_gateway=bool(sent))
 
 
 async def replay_in_process(
@@ -197,7 +230,8 @@ async def replay_in_process(
         Gateway(runner, settings.gateway_options()) as gateway,
     ):
         url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
-        code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+        closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
         stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
@@ -206,7 +240,9 @@ async def replay_in_process(
     timeline = runner.timeline(caller.call_id)
     if timeline is None:
         raise RemoteProtocolError(f"the gateway kept no timeline for call {caller.call_id!r}")
-    caller_records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    caller_records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
     return ReplayResult(caller, list(timeline.records), caller_records, True, code)
 
 
@@ -215,10 +251,18 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
     return replace(settings, store=StoreSettings(data_dir=data_dir))
 
 
-async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
-    """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
+async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> Closed:
+    """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        return await drive(url, caller, speed=speed, max_ms=max_ms)
+        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        headers = (
+            caller.upgrade_headers(url, int(time.time()))
+            if isinstance(caller, GenesysCaller)
+            else None
+        )
+        return await drive_to_close(
+            url, caller, speed=speed, max_ms=max_ms, subprotocols=protocols, headers=headers
+        )
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:

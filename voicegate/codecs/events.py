@@ -100,6 +100,14 @@ class ProviderError:
     description: str
 
 
+@dataclass(frozen=True, slots=True)
+class ProtocolReply:
+    """Messages the peer's protocol wants back at once, e.g. Genesys AudioHook's ``pong`` to a
+    ``ping`` and ``closed`` to a ``close``; the session sends them before anything else."""
+
+    messages: tuple[str | bytes, ...]
+
+
 #: Everything ``Codec.receive`` can return.
 Event = (
     CallStarted
@@ -107,6 +115,7 @@ Event = (
     | DtmfReceived
     | MarkReached
     | CallEnded
+    | ProtocolReply
     | TranscriptReceived
     | PlaybackInterrupted
     | ProviderError

@@ -70,7 +70,7 @@ class RelaySession:
         limits = settings.limits
         observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=observers,
+            listeners=(gate.record, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
@@ -200,7 +200,9 @@ class RelaySession:
             async with stream:
                 self._turn_id, self._sent = stream.turn_id, []
                 self._unheard = (stream.turn_id, "")
-                self.timeline.emit(self._now_ms, "turn_started", turn_id=stream.turn_id)
+                self.timeline.emit(
+                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=input_fields(user)
+                )
                 async for event in stream:
                     ending = await self._on_turn_event(event) or ending
         except asyncio.CancelledError:
@@ -231,8 +233,15 @@ class RelaySession:
     async def _report_heard(self, text: str, *, interrupted: bool) -> None:
         assert self._unheard is not None
         turn_id, self._unheard = self._unheard[0], None
+        # Twilio says what was heard only when it was interrupted; a whole reply is assumed.
+        estimated = {} if interrupted else {"estimated": True}
         self.timeline.emit(
-            self._now_ms, "heard", turn_id=turn_id, text=text, interrupted=interrupted
+            self._now_ms,
+            "heard",
+            turn_id=turn_id,
+            text=text,
+            interrupted=interrupted,
+            **estimated,
         )
         await self._services.engine.heard(self._gate.call_id, turn_id, text, interrupted)
 
@@ -265,6 +274,16 @@ class RelaySession:
             with contextlib.suppress(LocalProtocolError):
                 for message in self._codec.send(Hangup("call over")):
                     await self._transport.send(message)
+
+
+def input_fields(user: UserInput) -> dict[str, str]:
+    """A user input as the ``turn_started`` record's ``input``."""
+    match user:
+        case DtmfInput(digits=digits):
+            return {"dtmf": digits}
+        case TranscriptInput(text=text):
+            return {"text": text}
+    return {"kind": type(user).__name__}
 
 
 def event_fields(event: TurnEvent) -> dict[str, Any]:
