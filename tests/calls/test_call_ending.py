@@ -16,8 +16,10 @@ from tests.calls.test_bargein_calls import BALANCE, CALL_SID, INTERRUPTION, cue,
 from tests.server.test_call_control import fake_api
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.twilio import TwilioCaller
+from voicegate.codecs.jambonz import DISCONNECT
 from voicegate.gateway.call_ending import (
     CallControlCredentials,
     CallControlSettings,
@@ -26,6 +28,7 @@ from voicegate.gateway.call_ending import (
 from voicegate.gateway.session import CallServices
 
 GOODBYE = ROOT / "fixtures" / "projects" / "goodbye"
+JAMBONZ_SID = "1a2b0000-0000-4000-8000-0000000000e1"
 ACCOUNT_SID = "AC00000000000000000000000000000042"
 
 
@@ -112,3 +115,27 @@ async def test_a_barge_in_into_the_goodbye_keeps_the_call_going(tmp_path: Path) 
     assert ending["t_ms"] > first(timeline, "turn_started", turn_id="t2")["t_ms"]
     assert [r["event"] for r in timeline].count("call_ending") == 1
     assert first(timeline, "heard", turn_id="t2")["interrupted"] is False
+
+
+async def test_without_acknowledgements_the_playout_clock_says_when_to_hang_up(
+    tmp_path: Path,
+) -> None:
+    # Jambonz acknowledges no playback: the goodbye's marks fall due on the playout clock,
+    # and the gateway sends `disconnect` once they have.
+    async with gateway_for(tmp_path, ["goodbye"], project=GOODBYE) as world:
+        caller = JambonzCaller(
+            script_of(cue(BALANCE, at_ms=300), tail_ms=30_000), call_sid=JAMBONZ_SID
+        )
+        url = world.url.removesuffix("/twilio") + "/jambonz"
+        code = await drive(url, caller, speed=4.0, max_ms=60_000, subprotocols=caller.subprotocols)
+        assert code == 1000
+    timeline_of = world.runner.timeline(JAMBONZ_SID)
+    assert timeline_of is not None
+    timeline = list(timeline_of.records)
+    ending = first(timeline, "call_ending")
+    marks = [r for r in timeline if r["event"] == "mark_played"]
+    assert marks
+    assert all(r.get("estimated") for r in marks)
+    assert ending["t_ms"] >= marks[-1]["t_ms"]
+    ended = first(timeline, "call_ended_by_agent")
+    assert (ended["action"], ended["via"]) == ("hangup", DISCONNECT)
