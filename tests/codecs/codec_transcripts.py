@@ -20,8 +20,12 @@ WIRE = Path(__file__).resolve().parents[2] / "fixtures" / "wire"
 ALL_EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Event)}
 #: Events only a protocol that demands immediate answers reports (Genesys pong and closed).
 PROTOCOL_EVENTS = frozenset({"ProtocolReply"})
+#: Events only a provider that transcribes and speaks itself reports (ConversationRelay).
+TEXT_EVENTS = frozenset({"TranscriptReceived", "PlaybackInterrupted", "ProviderError"})
 #: The events every audio dialect reports (the coverage tests ask each one for all of them).
-EVENT_TYPES = {name: cls for name, cls in ALL_EVENT_TYPES.items() if name not in PROTOCOL_EVENTS}
+EVENT_TYPES = {
+    name: cls for name, cls in ALL_EVENT_TYPES.items() if name not in PROTOCOL_EVENTS | TEXT_EVENTS
+}
 COMMAND_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Command)}
 # Raw recordings (one provider message per line) share the folder; they are not transcripts.
 RECORDING_SUFFIX = ".twilio.jsonl"

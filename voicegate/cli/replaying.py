@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
+from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
@@ -41,6 +42,7 @@ from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
+from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
@@ -62,6 +64,7 @@ Caller = (
     | ExotelCaller
     | JambonzCaller
     | GenesysCaller
+    | ConversationRelayCaller
 )
 Record = dict[str, Any]
 
@@ -74,6 +77,7 @@ PROVIDER_PATHS = {
     "exotel": EXOTEL_STREAM_PATH,
     "jambonz": JAMBONZ_STREAM_PATH,
     "genesys": GENESYS_STREAM_PATH,
+    "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
@@ -85,6 +89,7 @@ TELEPHONE_RATES = {
     "exotel": 8000,  # the applet's default ?sample-rate
     "jambonz": 8000,  # the listen verb's default sampleRate
     "genesys": 8000,  # PCMU, the Audio Connector's only format
+    "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
 BROWSER_DEFAULT_RATE = 16000
 
@@ -128,6 +133,11 @@ def new_caller(
     if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
         ids = {"conversation_id": call_id} if call_id else {}
         return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
+        sid = call_id or DEFAULT_CALL_SID
+        return ConversationRelayCaller(
+            script, call_sid=sid, parameters=parameters, quiet_ms=quiet_ms
+        )
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}

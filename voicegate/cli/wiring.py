@@ -43,6 +43,7 @@ from voicegate.engine.seam import DialogueEngine
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
+from voicegate.gateway.call_ending import CallControlCredentials, ProviderCallControl
 from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
@@ -306,6 +307,7 @@ def call_runner(
         turns=build_turns(settings.turns),
         observer=None if metrics is None else metrics.call_listener,
         leases=leases,
+        call_control=build_call_control(settings, environ),
     )
     session = SessionSettings(
         frame_ms=settings.vad.frame_ms,
@@ -315,6 +317,23 @@ def call_runner(
         error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
+
+
+def build_call_control(settings: Settings, environ: Mapping[str, str]) -> ProviderCallControl:
+    """Hang-up and transfer through the providers' APIs, with the secrets config names."""
+    section, providers = settings.call_control, settings.providers
+
+    def secret(name: str) -> str:
+        return environ.get(name, "") if name else ""
+
+    credentials = CallControlCredentials(
+        twilio_auth_token=secret(providers.twilio.auth_token_env),
+        telnyx_api_key=secret(section.telnyx_api_key_env),
+        plivo_auth_id=secret(section.plivo_auth_id_env),
+        plivo_auth_token=secret(providers.plivo.auth_token_env),
+        vonage_private_key=secret(section.vonage_private_key_env).encode(),
+    )
+    return ProviderCallControl(section, credentials)
 
 
 def build_turns(settings: TurnSettings) -> TurnFactory:

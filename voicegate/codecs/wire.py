@@ -138,6 +138,12 @@ class JsonObject:
         """An integer field that may be absent or null."""
         return self.integer(key) if self.has(key) else None
 
+    def optional_bool(self, key: str, default: bool) -> bool:
+        """A boolean field; absent or null means ``default``."""
+        if not self.has(key):
+            return default
+        return cast(bool, self._typed(key, self._data[key], bool, "true or false"))
+
     def child(self, key: str) -> JsonObject:
         """A required nested object."""
         value = self._typed(key, self._required(key), dict, "an object")

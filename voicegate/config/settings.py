@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.call_ending import CallControlSettings
 from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
@@ -113,6 +114,25 @@ class AudioSettings:
             )
 
 
+_RELAY_ATTRIBUTE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRelaySettings:
+    """``providers.twilio.conversationrelay``: the ConversationRelay (text) routes."""
+
+    enabled: bool = True
+    attributes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in self.attributes:
+            if not _RELAY_ATTRIBUTE.fullmatch(name) or name == "url":
+                raise ConfigError(
+                    f"attributes: {name!r} is not a <ConversationRelay> attribute name "
+                    "(letters and digits; url is the gateway's)"
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class TwilioSettings:
     """``providers.twilio``: the voice webhook and the Media Streams route."""
@@ -124,6 +144,7 @@ class TwilioSettings:
     stream_secret_env: str = ""
     stream_token_ttl_s: float = 300.0
     allow_unauthenticated: bool = False
+    conversationrelay: ConversationRelaySettings = field(default_factory=ConversationRelaySettings)
 
     def __post_init__(self) -> None:
         for name in ("auth_token_env", "stream_secret_env"):
@@ -535,6 +556,7 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     limits: Limits = field(default_factory=Limits)
+    call_control: CallControlSettings = field(default_factory=CallControlSettings)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
@@ -555,6 +577,7 @@ class Settings:
         names.update(providers.exotel.secret_env_names())
         names.update(providers.jambonz.secret_env_names())
         names.update(providers.genesys.secret_env_names())
+        names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -593,6 +616,7 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        relay = twilio.conversationrelay
         exotel, jambonz = self.providers.exotel, self.providers.jambonz
         genesys = self.providers.genesys
         if twilio_auth_token is None:
@@ -614,6 +638,7 @@ class Settings:
                 auth_token=twilio_auth_token,
                 stream_secret=secrets.get("providers.twilio.stream_secret_env"),
                 stream_token_ttl_s=twilio.stream_token_ttl_s,
+                relay_attributes=relay.attributes if relay.enabled else None,
             )
             if twilio.enabled
             else None,

@@ -45,6 +45,9 @@ class TwilioOptions:
     stream_secret: str | None = field(default=None, repr=False)
     # How long a stream token stays valid after the webhook answered.
     stream_token_ttl_s: float = 300.0
+    # <ConversationRelay> attributes (welcomeGreeting, voice, ...) for POST
+    # /conversationrelay/voice; None: the ConversationRelay routes are off.
+    relay_attributes: Mapping[str, str] | None = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 ==========================  ============================================================
 ``GET /twilio``             Twilio Media Streams WebSocket (providers.md §b.1)
 ``POST /twilio/voice``      Twilio voice webhook: TwiML connecting the call to ``/twilio``
+``GET /conversationrelay`` Twilio ConversationRelay WebSocket, text (providers.md §b.2)
 ``GET /telnyx``             Telnyx Media Streaming WebSocket (docs/protocols/telnyx.md)
 ``POST /telnyx/texml``      Telnyx TeXML webhook: TeXML connecting the call to ``/telnyx``
 ``GET /plivo``              Plivo Audio Streams WebSocket (docs/protocols/plivo.md)
@@ -24,6 +25,10 @@
 ``GET /metrics``            Prometheus metrics of every worker (docs/metrics.md)
 ``GET /calls[/{id}]``        recent and live calls and their timelines (gateway/callviews.py)
 ==========================  ============================================================
+
+ConversationRelay's webhooks are ``POST /conversationrelay/voice`` (TwiML
+``<Connect><ConversationRelay>``) and ``POST /conversationrelay/action`` (the ``<Connect
+action>``: ``<Dial>`` a transfer, else hang up; docs/protocols/conversationrelay.md).
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
 :class:`~voicegate.gateway.transport.Transport`, to the one :class:`CallRunner` the
@@ -53,9 +58,11 @@ from voicegate.codecs import (
     TwilioCodec,
     VonageCodec,
 )
+from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
 from voicegate.gateway import (
     audiohook,
+    conversationrelay_twiml,
     exotel_applet,
     jambonz_app,
     plivo_xml,
@@ -77,7 +84,7 @@ from voicegate.gateway.calls import ActiveCall, CallRegistry, run_call
 from voicegate.gateway.callviews import CallViews
 from voicegate.gateway.logcontext import about_call
 from voicegate.gateway.metrics import CONTENT_TYPE, GatewayMetrics
-from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.options import GatewayOptions, TwilioOptions
 from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner, Refusal, Transport
 from voicegate.gateway.twiml import (
@@ -149,6 +156,10 @@ def build_app(
     if options.twilio is not None:
         app.router.add_post(TWILIO_WEBHOOK_PATH, routes.twilio_voice)
         app.router.add_get(TWILIO_STREAM_PATH, routes.twilio_stream)
+        if options.twilio.relay_attributes is not None:
+            app.router.add_post(conversationrelay_twiml.WEBHOOK_PATH, routes.relay_voice)
+            app.router.add_post(conversationrelay_twiml.ACTION_PATH, routes.relay_action)
+            app.router.add_get(conversationrelay_twiml.STREAM_PATH, routes.relay_stream)
     if options.telnyx is not None:
         app.router.add_post(TELNYX_WEBHOOK_PATH, routes.telnyx_texml)
         app.router.add_get(TELNYX_STREAM_PATH, routes.telnyx_stream)
@@ -275,6 +286,24 @@ class _Routes:
         """Answer Twilio's voice webhook with TwiML that streams the call to ``/twilio``."""
         twilio = self._options.twilio
         assert twilio is not None  # the route exists only when Twilio is enabled
+        signed = await self._twilio_form(request, twilio)
+        if isinstance(signed, web.Response):
+            return signed
+        values, base = signed
+        refusal = self._calls.refusal()
+        if refusal is not None:
+            # Twilio then tries the number's fallback URL, if one is configured.
+            return web.Response(status=503, text=refusal.reason + "\n")
+        parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, values)
+        parameters += twilio_token_parameter(twilio, values.get("CallSid"))
+        twiml = connect_stream_twiml(websocket_url(base, TWILIO_STREAM_PATH), parameters)
+        return web.Response(text=twiml, content_type="text/xml")
+
+    async def _twilio_form(
+        self, request: web.Request, twilio: TwilioOptions
+    ) -> tuple[dict[str, str], str] | web.Response:
+        """A Twilio webhook's fields (first values) and this gateway's base URL, once its
+        X-Twilio-Signature holds (when an auth token is set); else the answer refusing it."""
         too_many = self._guard.too_many(request)
         if too_many is not None:
             return too_many
@@ -292,15 +321,52 @@ class _Routes:
             if not signed or (json_body and not body_hash_valid(url, body)):
                 log.warning("twilio webhook: bad X-Twilio-Signature for %r", url)
                 return web.Response(status=403, text="invalid X-Twilio-Signature\n")
+        return {name: values[0] for name, values in fields.items() if values}, base
+
+    async def relay_voice(self, request: web.Request) -> web.Response:
+        """Answer Twilio's voice webhook with TwiML connecting a ConversationRelay session."""
+        twilio = self._options.twilio
+        assert twilio is not None  # the routes exist only when Twilio and the relay are on
+        assert twilio.relay_attributes is not None
+        signed = await self._twilio_form(request, twilio)
+        if isinstance(signed, web.Response):
+            return signed
+        values, base = signed
         refusal = self._calls.refusal()
         if refusal is not None:
-            # Twilio then tries the number's fallback URL, if one is configured.
             return web.Response(status=503, text=refusal.reason + "\n")
-        first_values = {name: values[0] for name, values in fields.items() if values}
-        parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, first_values)
-        parameters += twilio_token_parameter(twilio, first_values.get("CallSid"))
-        twiml = connect_stream_twiml(websocket_url(base, TWILIO_STREAM_PATH), parameters)
-        return web.Response(text=twiml, content_type="text/xml")
+        parameters = stream_parameters(twilio.parameters, twilio.webhook_fields, values)
+        parameters += twilio_token_parameter(twilio, values.get("CallSid"))
+        socket_url = websocket_url(base, conversationrelay_twiml.STREAM_PATH)
+        action_url = base + conversationrelay_twiml.ACTION_PATH
+        twiml = conversationrelay_twiml.connect_relay_twiml(
+            socket_url, action_url, twilio.relay_attributes, parameters
+        )
+        return conversationrelay_twiml.twiml_response(twiml)
+
+    async def relay_action(self, request: web.Request) -> web.Response:
+        """The ``<Connect action>``: dial the transfer target, or hang up."""
+        twilio = self._options.twilio
+        assert twilio is not None
+        signed = await self._twilio_form(request, twilio)
+        if isinstance(signed, web.Response):
+            return signed
+        twiml = conversationrelay_twiml.handoff_twiml(signed[0].get("HandoffData"))
+        return conversationrelay_twiml.twiml_response(twiml)
+
+    async def relay_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Twilio ConversationRelay session (text over the socket)."""
+        refusal = self._guard.twilio_upgrade_refusal(request)
+        if refusal is not None:
+            log.warning("conversationrelay upgrade refused: %s", refusal.text)
+            return refusal
+        size = self._options.limits.max_twilio_message_bytes
+        return await self._media_call(
+            request,
+            "conversationrelay",
+            lambda call_id: ConversationRelayCodec(max_message_bytes=size),
+            self._twilio_check,
+        )
 
     async def twilio_stream(self, request: web.Request) -> web.StreamResponse:
         """A Twilio Media Streams call."""

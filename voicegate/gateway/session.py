@@ -16,7 +16,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from voicegate.codecs import (
     AcceptCall,
@@ -33,24 +32,27 @@ from voicegate.codecs import (
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
+from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
+    EndCall,
     Say,
     TurnEnded,
     TurnEvent,
     UserInput,
-    event_record,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
+from voicegate.gateway.call_ending import CallControl, hang_up
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
+from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -104,6 +106,8 @@ class CallServices:
     leases: CallLeases | None = None
     #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
     turns: TurnFactory = field(default_factory=TurnFactory)
+    #: Hangs up and transfers through the providers' APIs (issue 16); None: the socket only.
+    call_control: CallControl | None = None
 
 
 class CallSession:
@@ -145,6 +149,10 @@ class CallSession:
         self._turn: asyncio.Task[None] | None = None
         self._turn_id = ""
         self._turn_count = 0
+        self._started: CallStarted | None = None
+        # The engine ended the call: done once its turn is over and the caller heard it all.
+        self._ending: EndCall | None = None
+        self._ending_turn_over = False
 
     @property
     def call_id(self) -> str:
@@ -226,6 +234,7 @@ class CallSession:
             await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
+        self._started = started
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
@@ -387,6 +396,7 @@ class CallSession:
             epoch=cancel.epoch,
         )
         turn, turn_id = self._turn, self._turn_id
+        self._ending = None  # the caller cut into the goodbye: they have more to say
         if turn is not None and not turn.done():
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
@@ -424,7 +434,7 @@ class CallSession:
                 # An engine on the dialogue plane names the turn once it has started there.
                 self._turn_id = stream.turn_id
                 self.timeline.emit(
-                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user)
+                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=input_fields(user)
                 )
                 async for event in stream:
                     await self._on_turn_event(event, epoch)
@@ -457,9 +467,11 @@ class CallSession:
             log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
 
     async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
-        self.timeline.emit(self._now_ms, **_event_fields(event))
+        self.timeline.emit(self._now_ms, **event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
+        elif isinstance(event, EndCall):
+            self._ending, self._ending_turn_over = event, False
         elif isinstance(event, TurnEnded) and event.reason == "error":
             await self._on_turn_failed(event, epoch)
 
@@ -472,7 +484,7 @@ class CallSession:
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
             if not isinstance(event, Say):
-                self.timeline.emit(self._now_ms, **_event_fields(event))
+                self.timeline.emit(self._now_ms, **event_fields(event))
 
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playout is not None
@@ -480,6 +492,34 @@ class CallSession:
         if heard is not None:
             await self._report_heard(heard)
         await self._apply(bargein.TurnEnded(self._now_ms))
+        if self._ending is not None and self._ending.turn_id == turn_id:
+            self._ending_turn_over = True
+            await self._end_when_heard()
+
+    async def _end_when_heard(self) -> None:
+        """End the call the engine ended, once the last utterance was heard (all marks back).
+
+        Rasa's Twilio Media Streams channel does the same: hang up after the last mark
+        (shared/spec/providers.md §b.1); hanging up earlier would cut the goodbye short.
+        """
+        ending = self._ending
+        if ending is None or not self._ending_turn_over:
+            return
+        assert self._playout is not None
+        if not self._playout.idle:
+            return  # a later mark (or flush) calls again
+        self._ending = None
+        await self._end_call(ending.transfer_to)
+
+    async def _end_call(self, transfer_to: str) -> None:
+        await hang_up(
+            transfer_to,
+            codec=self._codec,
+            transport=self._transport,
+            emit=lambda event, **fields: self.timeline.emit(self._now_ms, event, **fields),
+            control=self._services.call_control,
+            started=self._started,
+        )
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
@@ -540,6 +580,7 @@ class CallSession:
         if news.drained:
             self.timeline.emit(self._now_ms, "bot_quiet")
             await self._apply(bargein.PlayoutDrained(self._now_ms))
+            await self._end_when_heard()
 
     async def _send_all(self, commands: list[Command]) -> None:
         for command in commands:
@@ -560,20 +601,6 @@ class CallSession:
                 await self._send(Hangup("call over"))
 
 
-def _input(user: UserInput) -> dict[str, str]:
-    match user:
-        case DtmfInput(digits=digits):
-            return {"dtmf": digits}
-        case TranscriptInput(text=text):
-            return {"text": text}
-    return {"kind": type(user).__name__}
-
-
-def _event_fields(event: TurnEvent) -> dict[str, Any]:
-    record = event_record(event)
-    return {"event": record.pop("event"), **record}
-
-
 class SessionRunner:
     """The gateway's ``CallRunner``: one :class:`CallSession` per accepted call.
 
@@ -590,7 +617,11 @@ class SessionRunner:
 
     async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         """Run one call to its end."""
-        session = CallSession(transport, codec, self._services, self._settings, gate)
+        session: CallSession | RelaySession
+        if isinstance(codec, ConversationRelayCodec):  # text, not audio: its own session
+            session = RelaySession(transport, codec, self._services, self._settings, gate)
+        else:
+            session = CallSession(transport, codec, self._services, self._settings, gate)
         try:
             await session.run()
         finally:

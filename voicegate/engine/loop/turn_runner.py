@@ -80,6 +80,10 @@ async def _loop(turn: Turn) -> str | None:
     earlier = session.conversation.messages(session.history.snapshot())
     this_turn: list[Message] = []
     while await run_ready_steps(turn) is Phase.MODEL:
+        if turn.channel.ending:
+            # A response ended the call: the deterministic phase settled the state (a block
+            # that finished completes its skill), but nothing said now could be heard.
+            return None
         if turn.model_calls >= MAX_MODEL_STEPS:
             return f"the model took {MAX_MODEL_STEPS} steps without answering"
         offer = framework_offer(turn)
@@ -125,9 +129,9 @@ def _listens(reply: AssistantMessage) -> bool:
 
 
 async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
-    if turn.wait:
-        skipped = {"error": "not run: the turn is waiting for the user"}
-        return _record(turn, call, skipped, "error")
+    if turn.wait or turn.channel.ending:
+        reason = "the call is ending" if turn.channel.ending else "the turn is waiting for the user"
+        return _record(turn, call, {"error": f"not run: {reason}"}, "error")
     if is_framework_tool(call.name):
         return await run_framework_call(turn, call)
     message = await call_tool(turn, call)
