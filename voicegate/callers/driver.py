@@ -8,7 +8,6 @@ marks and clears are answered the way the provider would answer them.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -69,7 +68,10 @@ async def _speak(
     max_ms: int,
     listener: asyncio.Task[int | None],
 ) -> None:
-    started = time.monotonic()
+    # The loop's clock, not time.monotonic: on a virtual-time loop the caller's 20 ms ticks
+    # are virtual too, and the whole call runs on one timeline (clock/virtual.py).
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     while not caller.finished(max_ms) and not listener.done():
         for message in caller.tick():
             try:
@@ -77,7 +79,7 @@ async def _speak(
             except ConnectionClosed:
                 return
         due = started + caller.now_ms / 1000 / speed
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await asyncio.sleep(max(0.0, due - loop.time()))
 
 
 async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> int | None:

@@ -13,8 +13,11 @@ emulated caller (its tracks, clears, caller-side records) and the gateway's time
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import shutil
 import tempfile
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +38,7 @@ from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
+from voicegate.clock.virtual import LatencyModel, run_virtual, virtual_loop
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
@@ -82,7 +86,12 @@ def new_caller(
     quiet_ms: int | None = None,
     echo: EchoPath | None = None,
 ) -> Caller:
-    """An emulated caller of ``provider`` playing ``script``."""
+    """An emulated caller of ``provider`` playing ``script``.
+
+    Without ``call_id`` every caller gets a fresh one, so parallel replays against one gateway
+    never collide (a call id may be live only once).
+    """
+    call_id = call_id or fresh_call_id(provider)
     if provider == "browser":
         return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms, echo=echo)
     if provider == "telnyx":
@@ -98,6 +107,16 @@ def new_caller(
     return TwilioCaller(
         script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, echo=echo, **ids
     )
+
+
+def fresh_call_id(provider: str) -> str:
+    """A new call id in the form ``provider`` uses (the browser's comes from the gateway)."""
+    token = uuid.uuid4()
+    if provider == "twilio":
+        return f"CA{token.hex}"  # "CA" and 32 hex digits, like a Twilio CallSid
+    if provider == "telnyx":
+        return f"v3:{token.hex}"
+    return "" if provider == "browser" else str(token)
 
 
 def caller_rate(provider: str, recording_rate: int) -> int:
@@ -167,12 +186,17 @@ async def replay_in_process(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Start the gateway ``settings`` describe on a free loopback port and replay one call."""
+    """Start the gateway ``settings`` describe on a free loopback port and replay one call.
+
+    On a virtual-time loop (clock/virtual.py) the engine and its tools run inline on it, and
+    ``speed`` is media per *virtual* second: pass 1 (the loop's pace sets the real speed).
+    """
+    virtual = virtual_loop() is not None
     # The replay's own gateway takes audio at the replay's speed (limits.media_max_speed).
     paced = replace(settings.limits, media_max_speed=max(settings.limits.media_max_speed, speed))
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0), limits=paced)
     async with (
-        wiring.open_runner(settings) as runner,
+        wiring.open_runner(settings, inline=virtual) as runner,
         Gateway(runner, settings.gateway_options()) as gateway,
     ):
         url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
@@ -298,10 +322,13 @@ async def replay_scenario(
     """Run ``scenario`` against an in-process gateway; files go to ``workdir``.
 
     ``provider`` and ``base`` (the settings to start from) override the scenario's own.
+    On a virtual-time loop ``speed`` is ignored: the loop's pace sets it (:func:`run_scenario`).
     """
     provider = provider or scenario.provider
     settings = scenario_settings(scenario, workdir, base)
     script = scenario.caller_script(caller_rate(provider, BROWSER_DEFAULT_RATE))
+    if virtual_loop() is not None:
+        speed = 1.0  # tools and models run on the media timeline too: no scaled waits
     quiet_ms = round(scenario.quiet_ms * speed)  # the same wait in real time at any speed
     caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
     onsets = [cue.onset_ms for cue in scenario.cues]
@@ -312,15 +339,32 @@ async def replay_scenario(
 
 
 def run_scenario(
-    scenario: Scenario | Path, *, speed: float = 1.0, workdir: Path | None = None
+    scenario: Scenario | Path,
+    *,
+    speed: float = 1.0,
+    workdir: Path | None = None,
+    virtual: bool = False,
+    latency: LatencyModel | None = None,
 ) -> ScenarioRun:
     """Run a scenario (or the scenario file at a path) in process, synchronously.
 
+    ``virtual``: on virtual time (docs/replay.md), where any ``speed`` (``math.inf``: as fast
+    as the machine goes) gives the same timeline, off-loop work charged per ``latency``.
     Without ``workdir`` the project copy and memory live in a temporary folder removed on
     return (the records and the caller stay available).
     """
     loaded = load_scenario(scenario) if isinstance(scenario, Path) else scenario
-    if workdir is not None:
-        return asyncio.run(replay_scenario(loaded, workdir, speed=speed))
-    with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as folder:
-        return asyncio.run(replay_scenario(loaded, Path(folder), speed=speed))
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="voicegate-scenario-"))
+            workdir = Path(folder)
+        replay = replay_scenario(loaded, workdir, speed=speed)
+        if not virtual:
+            return asyncio.run(replay)
+        run = run_virtual(replay, latency=latency, pace=pace_of(speed))
+        return replace(run, speed=speed)
+
+
+def pace_of(speed: float) -> float | None:
+    """The virtual loop's pace for a replay ``speed`` (None: no pace, as fast as it goes)."""
+    return None if math.isinf(speed) else speed
