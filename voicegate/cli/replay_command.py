@@ -12,7 +12,6 @@ a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out`` and p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import tempfile
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from voicegate.callers.inputs import load_recording
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli import replay_clock
 from voicegate.cli.paths import check_output_dir
 from voicegate.cli.replaying import (
     PROVIDER_PATHS,
@@ -62,7 +62,7 @@ def add_parser(subparsers: Any) -> None:
         help="the provider the caller emulates (default twilio; docs/protocols/)",
     )
     parser.add_argument("--url", help="a running gateway, e.g. ws://127.0.0.1:8080/twilio")
-    parser.add_argument("--speed", type=float, default=1.0, help="media time per real second")
+    replay_clock.add_options(parser)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--config", type=Path, help="settings file, as for serve")
     parser.add_argument("--project", type=Path, help="agent project directory, as for serve")
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.input.suffix.lower() in SCENARIO_SUFFIXES:
         return _replay_scenario(args, load_scenario(args.input))
-    outcome = asyncio.run(_replay_recording(args))
+    outcome = replay_clock.run_call(args, _replay_recording(args))
     _report(args, outcome, unmet=[])
     return 0
 
@@ -116,7 +116,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
         script,
         call_id=recording.call_id,
         parameters=recording.parameters,
-        quiet_ms=math.ceil(args.tail_ms * args.speed),  # real time: tools run on the wall clock
+        quiet_ms=math.ceil(args.tail_ms * replay_clock.real_time_factor(args)),
         echo=_echo(args, rate),
     )
     if args.url:
@@ -143,22 +143,24 @@ def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.url:
         rate = caller_rate(provider, 16000)
         script = scenario.caller_script(rate)
-        quiet_ms = math.ceil(scenario.quiet_ms * args.speed)
+        quiet_ms = math.ceil(scenario.quiet_ms * replay_clock.real_time_factor(args))
         caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
         url = stream_url(args.url, provider)
         onsets = [cue.onset_ms for cue in scenario.cues]
-        result = asyncio.run(
+        result = replay_clock.run_call(
+            args,
             replay_remote(
                 url, caller, script, speed=args.speed, max_ms=scenario.max_ms, onsets=onsets
-            )
+            ),
         )
         _report(args, _Outcome(result, provider, rate, url), unmet=[])
         return 0
     with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as workdir:
         base = read_settings(args.config) if args.config else None
-        run_ = asyncio.run(
-            replay_scenario(scenario, Path(workdir), speed=args.speed, provider=provider, base=base)
+        replay = replay_scenario(
+            scenario, Path(workdir), speed=args.speed, provider=provider, base=base
         )
+        run_ = replay_clock.run_call(args, replay)
     result = ReplayResult(run_.caller, run_.records, run_.caller_records, True, None)
     rate = run_.caller.sample_rate
     unmet = run_.unmet()
@@ -177,8 +179,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
-    if not args.speed > 0 or not math.isfinite(args.speed):
-        raise ConfigError(f"--speed must be a positive number, got {args.speed}")
+    replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
     if args.tail_ms < 0 or args.max_ms <= 0:

@@ -18,10 +18,10 @@ import math
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
@@ -38,7 +38,7 @@ from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
-from voicegate.clock.virtual import LatencyModel, run_virtual, virtual_loop
+from voicegate.clock.virtual import DEFAULT_LATENCY_MS, LatencyModel, run_virtual, virtual_loop
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
@@ -50,6 +50,7 @@ from voicegate.gateway.server import (
     VONAGE_STREAM_PATH,
 )
 
+_T = TypeVar("_T")
 Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
 Record = dict[str, Any]
 
@@ -192,6 +193,8 @@ async def replay_in_process(
     ``speed`` is media per *virtual* second: pass 1 (the loop's pace sets the real speed).
     """
     virtual = virtual_loop() is not None
+    if virtual:
+        speed = 1.0  # the loop's pace sets the real speed; media runs at virtual real time
     # The replay's own gateway takes audio at the replay's speed (limits.media_max_speed).
     paced = replace(settings.limits, media_max_speed=max(settings.limits.media_max_speed, speed))
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0), limits=paced)
@@ -359,10 +362,43 @@ def run_scenario(
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="voicegate-scenario-"))
             workdir = Path(folder)
         replay = replay_scenario(loaded, workdir, speed=speed)
-        if not virtual:
-            return asyncio.run(replay)
-        run = run_virtual(replay, latency=latency, pace=pace_of(speed))
+        run = run_replay(replay, speed=speed, wall_clock=not virtual, latency=latency)
         return replace(run, speed=speed)
+
+
+def run_replay(
+    main: Coroutine[Any, Any, _T],
+    *,
+    speed: float,
+    wall_clock: bool = False,
+    latency: LatencyModel | None = None,
+) -> _T:
+    """Run a replay on virtual time at ``speed`` (``math.inf``: no pace), or on the wall clock."""
+    if wall_clock:
+        return asyncio.run(main)
+    return run_virtual(main, latency=latency, pace=pace_of(speed))
+
+
+def parse_speed(text: str) -> float:
+    """A ``--speed`` value: a positive number, or ``max`` (``math.inf``)."""
+    if text == "max":
+        return math.inf
+    speed = float(text)
+    if not speed > 0 or not math.isfinite(speed):
+        raise ValueError(f"a speed is a positive number or max, not {text!r}")
+    return speed
+
+
+def parse_latency(items: Sequence[str]) -> LatencyModel:
+    """The default latency model with ``COMPONENT=MS`` overrides (``--latency-ms``)."""
+    overrides = {}
+    for item in items:
+        name, _, ms = item.partition("=")
+        if name not in DEFAULT_LATENCY_MS or not ms.isdigit():
+            known = ", ".join(sorted(DEFAULT_LATENCY_MS))
+            raise ConfigError(f"--latency-ms {item!r}: expected COMPONENT=MS, COMPONENT in {known}")
+        overrides[name] = int(ms)
+    return LatencyModel().overridden(overrides)
 
 
 def pace_of(speed: float) -> float | None:
