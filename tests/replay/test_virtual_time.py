@@ -126,7 +126,8 @@ def test_a_tool_awaiting_1_5_s_is_barged_in_at_the_same_media_time_at_every_spee
     for run in (*runs.values(), again):
         assert timeline(run) == timeline(fast)
     events = [r["event"] for r in fast.records]
-    assert "interruption" in events and "tool_cancelled" in events
+    assert "interruption" in events
+    assert "tool_cancelled" in events
     started = next(r for r in fast.records if r["event"] == "tool_started")
     cancelled = next(r for r in fast.records if r["event"] == "tool_cancelled")
     assert cancelled["t_ms"] - started["t_ms"] < 1500  # cut while it awaited its backend
@@ -154,9 +155,11 @@ async def test_five_replays_at_once_against_one_serve_all_end_normally(tmp_path:
         caller = new_caller("twilio", script, quiet_ms=500)
         return await replay_remote(url, caller, script, speed=4.0, max_ms=20_000)
 
-    async with serving("--config", str(config), "--workers", "1") as server:
-        async with asyncio.TaskGroup() as tasks:
-            replays = [tasks.create_task(one_replay(server.stream_url)) for _ in range(5)]
+    async with (
+        serving("--config", str(config), "--workers", "1") as server,
+        asyncio.TaskGroup() as tasks,
+    ):
+        replays = [tasks.create_task(one_replay(server.stream_url)) for _ in range(5)]
     results = [replay.result() for replay in replays]
     assert len({result.caller.call_id for result in results}) == 5
     for result in results:
