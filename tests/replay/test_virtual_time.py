@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import json
 import math
+import shutil
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -143,8 +144,9 @@ def test_every_caller_gets_a_fresh_call_id() -> None:
 
 async def test_five_replays_at_once_against_one_serve_all_end_normally(tmp_path: Path) -> None:
     config = write_config(tmp_path, capacity=10)
+    project = shutil.copytree(SLOW_BANK, tmp_path / "project")  # its tool writes a record
     lighter = (  # a project without MCP servers and no end-of-turn model: a quicker start
-        f"engine:\n  project_dir: {SLOW_BANK}\n  llm: scripted:{SLOW_BANK / 'conversation.yml'}\n"
+        f"engine:\n  project_dir: {project}\n  llm: scripted:{project / 'conversation.yml'}\n"
         "turns:\n  end_of_turn:\n    model: none\nlimits:\n  media_max_speed: 4.0\n"
     )
     config.write_text(config.read_text("utf-8") + lighter, "utf-8")
