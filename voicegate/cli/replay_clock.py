@@ -22,8 +22,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """``--speed``, ``--wall-clock`` and ``--latency-ms`` (docs/replay.md, "Virtual time")."""
     parser.add_argument(
         "--speed",
-        type=_speed,
-        default=1.0,
+        default="1",
         help="media seconds per real second, or max; on virtual time the call is the same "
         "at any speed",
     )
@@ -41,13 +40,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _speed(text: str) -> float:
-    try:
-        return parse_speed(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def run_call(args: argparse.Namespace, main: Coroutine[Any, Any, _T]) -> _T:
     """Run a replay on virtual time, or on the wall clock with ``--wall-clock`` or ``--url``."""
     wall_clock = bool(args.wall_clock or args.url)
@@ -61,7 +53,11 @@ def real_time_factor(args: argparse.Namespace) -> float:
 
 
 def check(args: argparse.Namespace) -> None:
-    """Reject time options that cannot go together, before the call."""
+    """Read ``--speed`` (a number, or max) and reject options that cannot go together."""
+    try:
+        args.speed = parse_speed(str(args.speed))
+    except ValueError as error:
+        raise ConfigError(f"--speed: {error}") from None
     if (args.wall_clock or args.url) and math.isinf(args.speed):
         raise ConfigError("--speed max needs virtual time: drop --wall-clock and --url")
     parse_latency(args.latency_ms)
