@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed
 
 
@@ -44,10 +44,19 @@ class EmulatedCaller(Protocol):
 
 
 async def drive(
-    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    unix_path: str | None = None,
 ) -> int | None:
-    """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
-    async with connect(url, max_size=2**20) as socket:
+    """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
+
+    With ``unix_path`` the WebSocket for ``url`` goes over that Unix socket.
+    """
+    opened = unix_connect(unix_path, url, max_size=2**20) if unix_path else None
+    async with opened or connect(url, max_size=2**20) as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:

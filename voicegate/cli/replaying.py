@@ -198,12 +198,19 @@ async def replay_in_process(
     # The replay's own gateway takes audio at the replay's speed (limits.media_max_speed).
     paced = replace(settings.limits, media_max_speed=max(settings.limits.media_max_speed, speed))
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0), limits=paced)
-    async with (
-        wiring.open_runner(settings, inline=virtual) as runner,
-        Gateway(runner, settings.gateway_options()) as gateway,
-    ):
-        url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
-        code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as folder:
+        # On virtual time the WebSocket runs over a Unix socket: a write there is in the
+        # peer's receive queue when ``send`` returns, while a loopback TCP segment may wait
+        # for the kernel's softirq thread on a busy machine, after the loop saw nothing to
+        # read and moved the clock on (docs/replay.md, "What is virtual").
+        unix_path = str(Path(folder) / "gateway.sock") if virtual else None
+        async with (
+            wiring.open_runner(settings, inline=virtual) as runner,
+            Gateway(runner, settings.gateway_options(), unix_path=unix_path) as gateway,
+        ):
+            base = "http://localhost" if unix_path else gateway.base_url
+            url = "ws" + base.removeprefix("http") + PROVIDER_PATHS[provider]
+            code = await _drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
         stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
@@ -221,10 +228,12 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
     return replace(settings, store=StoreSettings(data_dir=data_dir))
 
 
-async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
+async def _drive(
+    url: str, caller: Caller, *, speed: float, max_ms: int, unix_path: str | None = None
+) -> int | None:
     """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
     try:
-        return await drive(url, caller, speed=speed, max_ms=max_ms)
+        return await drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:
