@@ -23,6 +23,7 @@ from tests.server.test_workers import serving, write_config
 from voicegate.audio.wav import read_wav
 from voicegate.callers.scenario import load_scenario
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli.main import main
 from voicegate.cli.replaying import (
     ScenarioRun,
     new_caller,
@@ -167,3 +168,12 @@ async def test_five_replays_at_once_against_one_serve_all_end_normally(tmp_path:
     for result in results:
         assert result.close_code == 1000, result.records[-1]
         assert result.caller.bot_started_ms, "every call was answered"
+
+
+def test_max_speed_needs_virtual_time(capsys: pytest.CaptureFixture[str]) -> None:
+    wav = str(AUDIO / "synth" / "festival" / "balance_8k.wav")
+    assert main(["replay", wav, "--speed", "max", "--wall-clock"]) == 1
+    assert "--speed max needs virtual time" in capsys.readouterr().err
+    assert main(["replay", wav, "--speed", "max", "--url", "ws://127.0.0.1:1"]) == 1
+    assert main(["replay", wav, "--latency-ms", "whisper=fast"]) == 1
+    assert "COMPONENT=MS" in capsys.readouterr().err
