@@ -7,9 +7,12 @@ in process against the demo project at ``--speed max`` on virtual time (docs/rep
 - ``embedded``: config/voicegate.yml as shipped (Whisper tiny.en, espeak-ng, Smart Turn),
   whose decodes are real CPU time while virtual time stands still.
 
-Prints, per variant, the median wall and CPU seconds of the replay (imports and model loading
-excluded), the media length, and whether every run produced the same timeline (the call id,
-fresh per run, left out). Run it under ``flock /tmp/voicegate-bench.lock``.
+Prints, per variant, the median wall and CPU seconds of the replay (imports excluded; loading
+the models and starting the demo's MCP server included), the media length, and whether every
+run produced the same timeline (the call id, fresh per run, left out). Each run is a fresh
+process: espeak-ng keeps state between utterances in its one instance per process, so the
+second replay in a process is not the first one's twin (the n-th replays of two processes
+are). Run it under ``flock /tmp/voicegate-bench.lock``.
 
     python bench/virtual_replay.py [--runs 3] [--variant scripted|embedded]
 """
@@ -17,8 +20,10 @@ fresh per run, left out). Run it under ``flock /tmp/voicegate-bench.lock``.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
 import statistics
 import tempfile
 import time
@@ -77,6 +82,13 @@ def one_run(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
     return wall, cpu, [{k: v for k, v in r.items() if k != "call_id"} for r in result.records]
 
 
+def in_fresh_process(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
+    """:func:`one_run` in a new interpreter."""
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(one_run, variant).result()
+
+
 def main() -> None:
     """Replay each variant ``--runs`` times and print the figures as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -85,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     report = {}
     for variant in args.variant or ["scripted", "embedded"]:
-        runs = [one_run(variant) for _ in range(args.runs)]
+        runs = [in_fresh_process(variant) for _ in range(args.runs)]
         timelines = [json.dumps(timeline) for _, _, timeline in runs]
         report[variant] = {
             "media_ms": runs[0][2][-1]["t_ms"],
