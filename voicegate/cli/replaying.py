@@ -201,8 +201,8 @@ async def replay_in_process(
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as folder:
         # On virtual time the WebSocket runs over a Unix socket: a write there is in the
         # peer's receive queue when ``send`` returns, while a loopback TCP segment may wait
-        # for the kernel's softirq thread on a busy machine, after the loop saw nothing to
-        # read and moved the clock on (docs/replay.md, "What is virtual").
+        # for the kernel's softirq thread on a busy machine, and the loop, seeing nothing to
+        # read, would move the clock on meanwhile (docs/replay.md, "What is virtual").
         unix_path = str(Path(folder) / "gateway.sock") if virtual else None
         async with (
             wiring.open_runner(settings, inline=virtual) as runner,
