@@ -52,6 +52,13 @@ def real_time_factor(args: argparse.Namespace) -> float:
     return args.speed if args.wall_clock or args.url else 1.0
 
 
+def describe(args: argparse.Namespace) -> str:
+    """``speed max on virtual time``, ``speed 4 on the wall clock``: for the summary."""
+    speed = "max" if math.isinf(args.speed) else f"{args.speed:g}"
+    clock = "the wall clock" if args.wall_clock or args.url else "virtual time"
+    return f"speed {speed} on {clock}"
+
+
 def check(args: argparse.Namespace) -> None:
     """Read ``--speed`` (a number, or max) and reject options that cannot go together."""
     try:

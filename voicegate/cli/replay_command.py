@@ -5,8 +5,8 @@ INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message 
 media clock, echoes marks when the audio before them has played, and honours ``clear``
 (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
 exactly like ``voicegate serve`` from ``--config``, ``--project`` and ``--llm``, with memory in
-a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out`` and prints a summary
-(docs/replay.md, docs/timeline.md).
+a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out``, prints a summary,
+and with ``--report`` draws the call as HTML or PNG (docs/replay.md, docs/timeline.md).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from typing import Any
 
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.inputs import load_recording
+from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.cli import replay_clock
 from voicegate.cli.paths import check_output_dir
+from voicegate.cli.replay_report import check_reports, write_reports
 from voicegate.cli.replaying import (
     PROVIDER_PATHS,
     ReplayResult,
@@ -85,6 +87,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--echo-gain-db", type=float, default=-20.0, help="level of that echo (default -20 dB)"
     )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also draw the call: FILE.html (one self-contained page) or FILE.png; repeatable",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -110,7 +120,11 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     recording = load_recording(args.input)
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
-    script = CallerScript([Cue(recording.at_rate(rate), at_ms=0, label=args.input.name)], rate)
+    # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
+    # replay at a telephone URL, which sees no transcript from the gateway, can tell it.
+    said = labels_of(args.input).transcript or ""
+    cue = Cue(recording.at_rate(rate), at_ms=0, label=args.input.name, transcript=said)
+    script = CallerScript([cue], rate)
     caller = new_caller(
         provider,
         script,
@@ -179,6 +193,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
+    check_reports(args.report, args.out)
     replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
@@ -199,11 +214,12 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     caller_samples, bot_samples = result.caller.tracks()
     write_call_wav(out / "call.wav", caller_samples, bot_samples, outcome.sample_rate)
     count = write_jsonl(out / "timeline.jsonl", result.records)
-    print(
+    title = (
         f"replayed {args.input} as a {outcome.provider} caller (call {result.caller.call_id}) "
-        f"against {outcome.against} at speed {args.speed:g}"
+        f"against {outcome.against} at {replay_clock.describe(args)}"
     )
-    if result.in_process:
+    print(title)
+    if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages
         write_jsonl(out / "caller.jsonl", result.caller_records)
         lines = summary(result.records)
         source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
@@ -211,11 +227,13 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
         lines = caller_summary(result.records)
         source = (
             f"{count} events seen by the caller: the gateway's own timeline is not "
-            "available over the wire (docs/replay.md)"
+            f"available over the wire ({outcome.provider}; --provider browser carries it) "
+            "(docs/replay.md)"
         )
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
         f"wrote {out / 'timeline.jsonl'} ({source})",
     ]
+    lines += write_reports(args.report, result, title, outcome.sample_rate)
     print("\n".join("  " + line for line in lines), flush=True)

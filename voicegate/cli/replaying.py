@@ -17,6 +17,7 @@ import contextlib
 import math
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,9 +28,12 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
-from voicegate.callers.driver import drive
+from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.genesys import GenesysCaller
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -44,6 +48,9 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
+    EXOTEL_STREAM_PATH,
+    GENESYS_STREAM_PATH,
+    JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
@@ -51,7 +58,16 @@ from voicegate.gateway.server import (
 )
 
 _T = TypeVar("_T")
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
+Caller = (
+    TwilioCaller
+    | BrowserCaller
+    | TelnyxCaller
+    | PlivoCaller
+    | VonageCaller
+    | ExotelCaller
+    | JambonzCaller
+    | GenesysCaller
+)
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -60,10 +76,21 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "exotel": EXOTEL_STREAM_PATH,
+    "jambonz": JAMBONZ_STREAM_PATH,
+    "genesys": GENESYS_STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
+TELEPHONE_RATES = {
+    "twilio": TWILIO_RATE,
+    "telnyx": 8000,
+    "plivo": 8000,
+    "vonage": 16000,
+    "exotel": 8000,  # the applet's default ?sample-rate
+    "jambonz": 8000,  # the listen verb's default sampleRate
+    "genesys": 8000,  # PCMU, the Audio Connector's only format
+}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -76,6 +103,8 @@ class ReplayResult:
     caller_records: list[Record]  # what the caller observed (always)
     in_process: bool
     close_code: int | None
+    #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
+    from_gateway: bool = True
 
 
 def new_caller(
@@ -102,6 +131,13 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
+        return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
+        return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
+        ids = {"conversation_id": call_id} if call_id else {}
+        return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
@@ -117,6 +153,8 @@ def fresh_call_id(provider: str) -> str:
         return f"CA{token.hex}"  # "CA" and 32 hex digits, like a Twilio CallSid
     if provider == "telnyx":
         return f"v3:{token.hex}"
+    if provider == "exotel":
+        return token.hex  # 32 hex digits
     return "" if provider == "browser" else str(token)
 
 
@@ -143,6 +181,7 @@ def caller_timeline(
     *,
     onsets: Sequence[int | None] = (),
     close_code: int | None = None,
+    close_reason: str = "",
 ) -> list[Record]:
     """The caller-side records: cue starts (with labelled onsets), then what it observed."""
     cues: list[Record] = []
@@ -159,6 +198,8 @@ def caller_timeline(
         cues.append(record)
     opened: Record = {"t_ms": 0, "event": "stream_opened", "call_id": caller.call_id}
     closed: Record = {"t_ms": caller.now_ms, "event": "stream_closed", "close_code": close_code}
+    if close_reason:
+        closed["close_reason"] = close_reason
     return [opened, *sorted([*cues, *caller.observed], key=lambda r: int(r["t_ms"])), closed]
 
 
@@ -171,10 +212,15 @@ async def replay_remote(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
-    code = await _drive(url, caller, speed=speed, max_ms=max_ms)
-    records = caller_timeline(caller, script, onsets=onsets, close_code=code)
-    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+    """Replay against a gateway at ``url``: the caller-side timeline, and the gateway's when
+    its dialect carries it (the browser's ``event`` messages)."""
+    closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
+    records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
+    sent = caller.timeline if isinstance(caller, BrowserCaller) else []
+    return ReplayResult(caller, sent or records, records, False, code, from_gateway=bool(sent))
 
 
 async def replay_in_process(
@@ -210,7 +256,8 @@ async def replay_in_process(
         ):
             base = "http://localhost" if unix_path else gateway.base_url
             url = "ws" + base.removeprefix("http") + PROVIDER_PATHS[provider]
-            code = await _drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
+            closed = await _drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
+    code = closed.code
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
         stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
@@ -219,7 +266,9 @@ async def replay_in_process(
     timeline = runner.timeline(caller.call_id)
     if timeline is None:
         raise RemoteProtocolError(f"the gateway kept no timeline for call {caller.call_id!r}")
-    caller_records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    caller_records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
     return ReplayResult(caller, list(timeline.records), caller_records, True, code)
 
 
@@ -230,10 +279,24 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
 
 async def _drive(
     url: str, caller: Caller, *, speed: float, max_ms: int, unix_path: str | None = None
-) -> int | None:
-    """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
+) -> Closed:
+    """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        return await drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
+        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        headers = (
+            caller.upgrade_headers(url, int(time.time()))
+            if isinstance(caller, GenesysCaller)
+            else None
+        )
+        return await drive_to_close(
+            url,
+            caller,
+            speed=speed,
+            max_ms=max_ms,
+            subprotocols=protocols,
+            headers=headers,
+            unix_path=unix_path,
+        )
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:

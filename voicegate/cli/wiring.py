@@ -282,6 +282,18 @@ def build_runner(
     engine: DialogueEngine = (
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
+    return call_runner(settings, engine, environ, metrics=metrics, leases=leases)
+
+
+def call_runner(
+    settings: Settings,
+    engine: DialogueEngine,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    metrics: GatewayMetrics | None = None,
+    leases: CallLeases | None = None,
+) -> SessionRunner:
+    """The call runner around any dialogue engine: speech, media and barge-in from settings."""
     rate = settings.audio.session_sample_rate
     tts = build_tts(settings.speech.tts, rate, environ)
     if metrics is not None:

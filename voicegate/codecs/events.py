@@ -69,5 +69,13 @@ class CallEnded:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ProtocolReply:
+    """Messages the peer's protocol wants back at once, e.g. Genesys AudioHook's ``pong`` to a
+    ``ping`` and ``closed`` to a ``close``; the session sends them before anything else."""
+
+    messages: tuple[str | bytes, ...]
+
+
 #: Everything ``Codec.receive`` can return.
-Event = CallStarted | AudioReceived | DtmfReceived | MarkReached | CallEnded
+Event = CallStarted | AudioReceived | DtmfReceived | MarkReached | CallEnded | ProtocolReply

@@ -9,6 +9,12 @@
 ``POST /plivo/answer``      Plivo answer webhook: Plivo XML streaming the call to ``/plivo``
 ``GET /vonage``             Vonage Voice API WebSocket (docs/protocols/vonage.md)
 ``GET|POST /vonage/answer`` Vonage answer webhook: an NCCO connecting the call to ``/vonage``
+``GET /exotel``             Exotel Voicebot applet stream (docs/protocols/exotel.md)
+``GET /exotel/url``         Exotel applet's dynamic URL: ``{"url": ...}`` for ``/exotel``
+``GET /jambonz``            Jambonz listen stream, ``audio.jambonz.org`` (docs/protocols/jambonz.md)
+``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
+``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
+``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -16,6 +22,7 @@
 ``GET /readyz``             a new call would be admitted (503 with the reason if not)
 ``GET /workers``            every worker process: pid, calls, media-loop lag histogram
 ``GET /metrics``            Prometheus metrics of every worker (docs/metrics.md)
+``GET /calls[/{id}]``        recent and live calls and their timelines (gateway/callviews.py)
 ==========================  ============================================================
 
 Each accepted WebSocket gets a fresh codec for its route's dialect and is handed, as a
@@ -26,22 +33,35 @@ application was built with. The routes of a disabled provider are not registered
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from voicegate.codecs import (
     BrowserCodec,
     Codec,
+    ExotelCodec,
+    GenesysCodec,
     Hangup,
+    JambonzCodec,
     PlivoCodec,
     TelnyxCodec,
     TwilioCodec,
     VonageCodec,
 )
-from voicegate.gateway import plivo_xml, telnyx_texml, vonage_ncco
+from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
+from voicegate.gateway import (
+    audiohook,
+    exotel_applet,
+    jambonz_app,
+    plivo_xml,
+    telnyx_texml,
+    vonage_ncco,
+)
 from voicegate.gateway.admission import (
     Authenticator,
     RequestGuard,
@@ -52,7 +72,9 @@ from voicegate.gateway.admission import (
     twilio_token_parameter,
 )
 from voicegate.gateway.auth import bearer_valid
-from voicegate.gateway.calls import CallRegistry, run_call
+from voicegate.gateway.calllog import CallLog, CallLogOptions, CallLogs
+from voicegate.gateway.calls import ActiveCall, CallRegistry, run_call
+from voicegate.gateway.callviews import CallViews
 from voicegate.gateway.logcontext import about_call
 from voicegate.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
@@ -78,6 +100,11 @@ PLIVO_STREAM_PATH = plivo_xml.STREAM_PATH
 PLIVO_WEBHOOK_PATH = PLIVO_STREAM_PATH + "/answer"
 VONAGE_STREAM_PATH = vonage_ncco.STREAM_PATH
 VONAGE_WEBHOOK_PATH = VONAGE_STREAM_PATH + "/answer"
+EXOTEL_STREAM_PATH = exotel_applet.STREAM_PATH
+EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
+JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
+JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
+GENESYS_STREAM_PATH = audiohook.STREAM_PATH
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -104,11 +131,15 @@ def build_app(
     call_ids: Callable[[str], str] = new_call_id,
     board: Scoreboard | None = None,
     metrics: GatewayMetrics | None = None,
+    call_logs: CallLogs | None = None,
+    app: web.Application | None = None,
 ) -> web.Application:
     """The application serving every route; ``calls`` admits calls and is drained to stop;
-    ``board`` (the workers' scoreboard) enables ``GET /workers``, ``metrics`` ``/metrics``."""
-    routes = _Routes(runner, options, calls, call_ids, metrics)
-    app = web.Application()
+    ``board`` (the workers' scoreboard) enables ``GET /workers``, ``metrics`` ``/metrics``,
+    ``call_logs`` (the writer of ``options.call_logs``) ``/calls``. ``app``: add the routes
+    to this application instead of a new one."""
+    routes = _Routes(runner, options, calls, call_ids, metrics, call_logs)
+    app = web.Application() if app is None else app
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
     if board is not None:
@@ -128,9 +159,25 @@ def build_app(
         app.router.add_get(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
         app.router.add_post(VONAGE_WEBHOOK_PATH, routes.vonage_answer)
         app.router.add_get(VONAGE_STREAM_PATH, routes.vonage_stream)
+    if options.exotel is not None:
+        app.router.add_get(EXOTEL_WEBHOOK_PATH, routes.exotel_url)
+        app.router.add_get(EXOTEL_STREAM_PATH, routes.exotel_stream)
+    if options.jambonz is not None:
+        for path, handler in (
+            (JAMBONZ_WEBHOOK_PATH, routes.jambonz_call),
+            (jambonz_app.ACTION_PATH, routes.jambonz_action),
+        ):
+            app.router.add_get(path, handler)
+            app.router.add_post(path, handler)
+        app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
+    if options.genesys is not None:
+        app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
+    if options.call_logs is not None:
+        routes.call_views(options.call_logs).add_routes(app)
+    if options.browser is not None or options.call_logs is not None:
         app.router.add_get("/static/{name}", page_file)
     return app
 
@@ -170,14 +217,22 @@ class _Routes:
         calls: CallRegistry,
         call_ids: Callable[[str], str],
         metrics: GatewayMetrics | None = None,
+        call_logs: CallLogs | None = None,
     ) -> None:
         self._runner = runner
         self._metrics = metrics
+        self._call_logs = call_logs
         self._options = options
         self._calls = calls
         self._call_ids = call_ids
         self._guard = RequestGuard(options)
         self._twilio_check = None if options.twilio is None else twilio_token_check(options.twilio)
+
+    def call_views(self, logs: CallLogOptions) -> CallViews:
+        """The ``/calls`` handlers, behind this ingress's rate limit."""
+        options = self._options
+        token, proxy = options.calls_token, options.trusted_proxy
+        return CallViews(logs, token, proxy, STATIC_DIR, self._guard.too_many)
 
     async def browser_page(self, request: web.Request) -> web.StreamResponse:
         """The browser client: talk to the gateway from a web page."""
@@ -193,8 +248,9 @@ class _Routes:
         return web.json_response({"status": "ok"})
 
     async def readyz(self, request: web.Request) -> web.Response:
-        """Whether a new call would be admitted, and if not why (starting, draining, full)."""
-        readiness = self._calls.readiness()
+        """Whether a new call would be admitted, and if not why (starting, draining, full, the
+        call registry unreachable)."""
+        readiness = await self._calls.check()
         body = {
             "ready": readiness.ready,
             "reason": readiness.reason,
@@ -312,6 +368,60 @@ class _Routes:
             request, "vonage", lambda call_id: VonageCodec(call_id, content_type=content_type)
         )
 
+    async def exotel_url(self, request: web.Request) -> web.Response:
+        """Answer the Voicebot applet's dynamic-URL request (gateway/exotel_applet.py)."""
+        exotel = self._options.exotel
+        assert exotel is not None  # the route exists only when Exotel is enabled
+        refusal = self._calls.refusal()
+        base = request_base(self._options, request)
+        return await exotel_applet.answer(request, exotel, base, refusal)
+
+    async def exotel_stream(self, request: web.Request) -> web.StreamResponse:
+        """An Exotel Voicebot applet stream."""
+        exotel = self._options.exotel
+        assert exotel is not None  # the route exists only when Exotel is enabled
+        rate = exotel.sample_rate
+        return exotel_applet.credentials_refusal(request, exotel) or await self._media_call(
+            request, "exotel", lambda call_id: ExotelCodec(sample_rate=rate)
+        )
+
+    async def jambonz_call(self, request: web.Request) -> web.Response:
+        """Answer Jambonz's calling webhook (gateway/jambonz_app.py)."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        refusal = self._calls.refusal()
+        base = request_base(self._options, request)
+        return await jambonz_app.answer(request, jambonz, base, refusal)
+
+    async def jambonz_action(self, request: web.Request) -> web.Response:
+        """Answer the listen's actionHook: hang up."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        return await jambonz_app.action(request, jambonz)
+
+    async def jambonz_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Jambonz listen stream (subprotocol audio.jambonz.org)."""
+        jambonz = self._options.jambonz
+        assert jambonz is not None  # the route exists only when Jambonz is enabled
+        rate = jambonz.sample_rate
+        return jambonz_app.credentials_refusal(request, jambonz) or await self._media_call(
+            request,
+            "jambonz",
+            lambda call_id: JambonzCodec(call_id, sample_rate=rate),
+            protocols=(JAMBONZ_SUBPROTOCOL,),
+        )
+
+    async def genesys_stream(self, request: web.Request) -> web.StreamResponse:
+        """A Genesys AudioHook session (the API key and message signature checked first)."""
+        genesys = self._options.genesys
+        assert genesys is not None  # the route exists only when Genesys is enabled
+        authority = urlsplit(request_base(self._options, request)).netloc
+        refusal = audiohook.upgrade_refusal(request, genesys, authority, time.time())
+        session_id = request.headers.get(audiohook.SESSION_HEADER)
+        return refusal or await self._media_call(
+            request, "genesys", lambda call_id: GenesysCodec(session_id=session_id)
+        )
+
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
         """A browser call."""
         browser = self._options.browser
@@ -333,6 +443,7 @@ class _Routes:
         dialect: str,
         codec_for: Callable[[str], Codec],
         authenticate: Authenticator | None = None,
+        protocols: tuple[str, ...] = (),
     ) -> web.StreamResponse:
         """Rate-limit, upgrade, admit or refuse, run the call to its end, close the socket."""
         too_many = self._guard.too_many(request)
@@ -343,7 +454,7 @@ class _Routes:
             text = "too many sockets from this address (limits.sockets_per_ip)\n"
             return web.Response(status=429, text=text)
         try:
-            return await self._upgraded_call(request, dialect, codec_for, authenticate)
+            return await self._upgraded_call(request, dialect, codec_for, authenticate, protocols)
         finally:
             self._guard.sockets.release(client)
 
@@ -353,6 +464,7 @@ class _Routes:
         dialect: str,
         codec_for: Callable[[str], Codec],
         authenticate: Authenticator | None,
+        protocols: tuple[str, ...] = (),
     ) -> web.StreamResponse:
         limits = self._options.limits
         # The frame limit sits above every codec's message limit (the codecs say what is
@@ -362,6 +474,7 @@ class _Routes:
             compress=False,
             max_msg_size=limits.max_frame_bytes,
             heartbeat=limits.heartbeat_s,
+            protocols=protocols,  # e.g. Jambonz's audio.jambonz.org
         )
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
@@ -383,15 +496,22 @@ class _Routes:
             log.info("call %s connected", call_id)
             if self._metrics is not None:
                 self._metrics.call_started(dialect)
+            call_log = None if self._call_logs is None else self._call_logs.open(call_id, dialect)
             try:
-                gate = StartGate(self._calls, admitted, authenticate)
+                gate = StartGate(self._calls, admitted, authenticate, call_log)
                 await run_call(admitted, self._runner, codec, gate)
             finally:
                 self._calls.release(admitted)
-                if self._metrics is not None:
-                    self._metrics.call_ended(dialect, admitted.close_code)
+                self._ended(admitted, call_log)
             log.info("call %s ended: %d %s", call_id, admitted.close_code, admitted.close_reason)
         return socket
+
+    def _ended(self, call: ActiveCall, call_log: CallLog | None) -> None:
+        """Count the call's end and close its log with how it ended."""
+        if self._metrics is not None:
+            self._metrics.call_ended(call.dialect, call.close_code)
+        if call_log is not None:
+            call_log.close(call.close_code, call.close_reason, call.provider_call_id)
 
 
 async def refuse(transport: Transport, codec: Codec, refusal: Refusal) -> None:

@@ -29,6 +29,7 @@ from voicegate.codecs import (
     Hangup,
     MarkReached,
     PlayAudio,
+    ProtocolReply,
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
@@ -43,16 +44,17 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
+from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
+    CLOSE_TRY_AGAIN_LATER,
     CallGate,
     CallLeases,
     Refusal,
@@ -125,7 +127,7 @@ class CallSession:
         limits = settings.limits
         observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=(self._unpublished.append, *observers),
+            listeners=(self._unpublished.append, gate.record, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
@@ -208,6 +210,9 @@ class CallSession:
                 await self._apply(bargein.Dtmf(self._now_ms, digit))
             case MarkReached(name=name):
                 await self._on_mark(name)
+            case ProtocolReply(messages=messages):
+                for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
+                    await self._transport.send(message)
             case CallEnded(reason=reason):
                 self.timeline.emit(self._now_ms, "call_ended", reason=reason)
                 await self._transport.close(CLOSE_NORMAL, "call ended")
@@ -218,20 +223,26 @@ class CallSession:
         """Take a call slot and open the call; False if the gateway refuses it."""
         refusal = self._gate.started(started) or await self._lease(started)
         if refusal is not None:
-            self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
-            with contextlib.suppress(LocalProtocolError):
-                await self._send(Hangup(refusal.reason))  # the browser's `stop`
-            await self._transport.close(refusal.code, refusal.reason)
+            await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
-        self._playout = Playout(
-            bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
+        bytes_per_ms = wire.bytes_for_ms(1000) // 1000
+        chunk_ms, send_ahead_ms = provider_pace(
+            self._settings.chunk_ms,
+            self._settings.send_ahead_ms,
             frame_ms=self._settings.frame_ms,
-            send_ahead_ms=self._settings.send_ahead_ms,
-            chunk_ms=self._settings.chunk_ms,
+            min_bytes=self._codec.capabilities.outbound_frames.min_bytes,
+            bytes_per_ms=bytes_per_ms,
+        )
+        self._playout = Playout(
+            bytes_per_ms=bytes_per_ms,
+            frame_ms=self._settings.frame_ms,
+            send_ahead_ms=send_ahead_ms,
+            chunk_ms=chunk_ms,
+            estimate_acks=not self._codec.capabilities.playback_acks,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
@@ -245,11 +256,25 @@ class CallSession:
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
         )
         info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
-        await self._services.engine.open(info)
+        try:
+            await self._services.engine.open(info)
+        except StoreError as error:
+            # The store could not claim or load the call: nothing started, the provider may
+            # try again later (docs/redis.md, "When Redis is down or slow").
+            log.warning("call %s: store unavailable: %s", self._call_id, error)
+            await self._refuse(Refusal(CLOSE_TRY_AGAIN_LATER, f"store unavailable: {error}"))
+            return False
         self._engine_open = True
         assert self._tasks is not None
         self._tasks.create_task(self._read_transcripts(self._stt))
         return True
+
+    async def _refuse(self, refusal: Refusal) -> None:
+        """Turn the call away at its start: the hang-up (the browser's `stop`), the close."""
+        self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
+        with contextlib.suppress(LocalProtocolError):
+            await self._send(Hangup(refusal.reason))
+        await self._transport.close(refusal.code, refusal.reason)
 
     async def _lease(self, started: CallStarted) -> Refusal | None:
         """Take the call's lease across nodes, when the deployment shares a registry."""
@@ -312,10 +337,10 @@ class CallSession:
             self._turns.transcript(result.text, result.at_ms)
         await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
 
-    async def _on_mark(self, name: str) -> None:
+    async def _on_mark(self, name: str, **estimated: bool) -> None:
         assert self._playout is not None
         heard, news = self._playout.mark_reached(name, self._now_ms)
-        self.timeline.emit(self._now_ms, "mark_played", name=name)
+        self.timeline.emit(self._now_ms, "mark_played", name=name, **estimated)
         if heard is not None:
             await self._report_heard(heard)
         await self._on_playout_news(news)
@@ -365,11 +390,13 @@ class CallSession:
         if turn is not None and not turn.done():
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
+        dropped_ms = self._playout.unplayed_ms(self._now_ms)  # never heard: issue 18
         commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
         if self._turns is not None:
             self._turns.flushed(self._now_ms)
         await self._send_all(commands)
-        self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
+        verb = self._codec.capabilities.flush_verb
+        self.timeline.emit(self._now_ms, "flush_sent", verb=verb, dropped_ms=dropped_ms)
         reported = {h.turn_id for h in heard}
         for settled in heard:
             await self._report_heard(settled)
@@ -464,12 +491,15 @@ class CallSession:
         await self._release()
 
     async def _report_heard(self, heard: TurnHeard) -> None:
+        # Without playback acknowledgements what was heard is the playout clock's estimate.
+        estimated = {} if self._codec.capabilities.playback_acks else {"estimated": True}
         self.timeline.emit(
             self._now_ms,
             "heard",
             turn_id=heard.turn_id,
             text=heard.text,
             interrupted=heard.interrupted,
+            **estimated,
         )
         await self._services.engine.heard(
             self._gate.call_id, heard.turn_id, heard.text, heard.interrupted
@@ -479,6 +509,9 @@ class CallSession:
 
     async def _release(self) -> None:
         assert self._playout is not None
+        # A provider without acknowledgements: marks fall due on the playout clock.
+        for name in self._playout.due_marks(self._now_ms):
+            await self._on_mark(name, estimated=True)
         commands, news = self._playout.release(self._now_ms)
         # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
         if commands:

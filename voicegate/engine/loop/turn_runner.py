@@ -43,7 +43,7 @@ from voicegate.engine.loop.toolbox import offered_tools
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.seam import ButtonPress, TurnEnded, UserInput, user_text
 from voicegate.engine.tools.schema import ToolSpec
-from voicegate.errors import EngineError
+from voicegate.errors import EngineError, StoreError
 
 #: Model steps one user turn may take before the engine stops it (a looping model).
 MAX_MODEL_STEPS = 10
@@ -64,6 +64,8 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
         if user_text(user) == SESSION_START_INPUT:
             await _start_session(turn)
         problem = await _loop(turn)
+    except StoreError:
+        raise  # a write was not kept: the gateway ends the call with the reason
     except EngineError as error:  # LLMError included: the provider failed
         channel.emit(TurnEnded(channel.turn_id, "error", str(error)))
         return
