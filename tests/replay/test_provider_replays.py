@@ -44,7 +44,7 @@ def test_replay_help_lists_the_providers(capsys: pytest.CaptureFixture[str]) -> 
 def test_a_barge_in_replays_with_the_providers_flush_verb(provider: str, tmp_path: Path) -> None:
     scenario = CALLS / "bargein_while_speaking.yml"
     argv = ["replay", str(scenario), "--provider", provider, "--out", str(tmp_path)]
-    assert main([*argv, "--speed", "4"]) == 0
+    assert main([*argv, "--speed", "max"]) == 0
     timeline = read_jsonl(tmp_path / "timeline.jsonl")
     assert [r["event"] for r in timeline].count("interruption") == 1
     flushes = [r for r in timeline if r["event"] == "flush_sent"]

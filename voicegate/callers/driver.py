@@ -8,12 +8,11 @@ marks and clears are answered the way the provider would answer them.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
@@ -63,15 +62,23 @@ async def drive(
     max_ms: int = 60_000,
     subprotocols: Sequence[str] = (),
     headers: Mapping[str, str] | None = None,
+    unix_path: str | None = None,
 ) -> int | None:
     """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
 
     ``subprotocols``: what the provider asks for in its upgrade (Jambonz's audio.jambonz.org);
     credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth); ``headers``
-    are added to the upgrade (Genesys's ids, API key and signature).
+    are added to the upgrade (Genesys's ids, API key and signature). With ``unix_path`` the
+    WebSocket for ``url`` goes over that Unix socket (virtual-time replays).
     """
     closed = await drive_to_close(
-        url, caller, speed=speed, max_ms=max_ms, subprotocols=subprotocols, headers=headers
+        url,
+        caller,
+        speed=speed,
+        max_ms=max_ms,
+        subprotocols=subprotocols,
+        headers=headers,
+        unix_path=unix_path,
     )
     return closed.code
 
@@ -84,14 +91,19 @@ async def drive_to_close(
     max_ms: int = 60_000,
     subprotocols: Sequence[str] = (),
     headers: Mapping[str, str] | None = None,
+    unix_path: str | None = None,
 ) -> Closed:
     """:func:`drive`, keeping the close reason too: over a telephone dialect it is all the
     caller learns of why a gateway ended a call (a broken limit, a refusal)."""
     offered = [Subprotocol(name) for name in subprotocols] or None
     extra = dict(headers) if headers else None
-    async with connect(
-        url, max_size=2**20, subprotocols=offered, additional_headers=extra
-    ) as socket:
+    options: dict[str, Any] = {
+        "max_size": 2**20,
+        "subprotocols": offered,
+        "additional_headers": extra,
+    }
+    opened = unix_connect(unix_path, url, **options) if unix_path else connect(url, **options)
+    async with opened as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:
@@ -112,7 +124,10 @@ async def _speak(
     max_ms: int,
     listener: asyncio.Task[Closed],
 ) -> None:
-    started = time.monotonic()
+    # The loop's clock, not time.monotonic: on a virtual-time loop the caller's 20 ms ticks
+    # are virtual too, and the whole call runs on one timeline (clock/virtual.py).
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     while not caller.finished(max_ms) and not listener.done():
         for message in caller.tick():
             try:
@@ -120,7 +135,7 @@ async def _speak(
             except ConnectionClosed:
                 return
         due = started + caller.now_ms / 1000 / speed
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await asyncio.sleep(max(0.0, due - loop.time()))
 
 
 async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> Closed:

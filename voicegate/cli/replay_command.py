@@ -12,7 +12,6 @@ and with ``--report`` draws the call as HTML or PNG (docs/replay.md, docs/timeli
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import tempfile
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli import replay_clock
 from voicegate.cli.paths import check_output_dir
 from voicegate.cli.replay_report import check_reports, write_reports
 from voicegate.cli.replaying import (
@@ -64,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
         help="the provider the caller emulates (default twilio; docs/protocols/)",
     )
     parser.add_argument("--url", help="a running gateway, e.g. ws://127.0.0.1:8080/twilio")
-    parser.add_argument("--speed", type=float, default=1.0, help="media time per real second")
+    replay_clock.add_options(parser)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--config", type=Path, help="settings file, as for serve")
     parser.add_argument("--project", type=Path, help="agent project directory, as for serve")
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.input.suffix.lower() in SCENARIO_SUFFIXES:
         return _replay_scenario(args, load_scenario(args.input))
-    outcome = asyncio.run(_replay_recording(args))
+    outcome = replay_clock.run_call(args, _replay_recording(args))
     _report(args, outcome, unmet=[])
     return 0
 
@@ -130,7 +130,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
         script,
         call_id=recording.call_id,
         parameters=recording.parameters,
-        quiet_ms=math.ceil(args.tail_ms * args.speed),  # real time: tools run on the wall clock
+        quiet_ms=math.ceil(args.tail_ms * replay_clock.real_time_factor(args)),
         echo=_echo(args, rate),
     )
     if args.url:
@@ -157,22 +157,24 @@ def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.url:
         rate = caller_rate(provider, 16000)
         script = scenario.caller_script(rate)
-        quiet_ms = math.ceil(scenario.quiet_ms * args.speed)
+        quiet_ms = math.ceil(scenario.quiet_ms * replay_clock.real_time_factor(args))
         caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
         url = stream_url(args.url, provider)
         onsets = [cue.onset_ms for cue in scenario.cues]
-        result = asyncio.run(
+        result = replay_clock.run_call(
+            args,
             replay_remote(
                 url, caller, script, speed=args.speed, max_ms=scenario.max_ms, onsets=onsets
-            )
+            ),
         )
         _report(args, _Outcome(result, provider, rate, url), unmet=[])
         return 0
     with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as workdir:
         base = read_settings(args.config) if args.config else None
-        run_ = asyncio.run(
-            replay_scenario(scenario, Path(workdir), speed=args.speed, provider=provider, base=base)
+        replay = replay_scenario(
+            scenario, Path(workdir), speed=args.speed, provider=provider, base=base
         )
+        run_ = replay_clock.run_call(args, replay)
     result = ReplayResult(run_.caller, run_.records, run_.caller_records, True, None)
     rate = run_.caller.sample_rate
     unmet = run_.unmet()
@@ -192,8 +194,7 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
     check_reports(args.report, args.out)
-    if not args.speed > 0 or not math.isfinite(args.speed):
-        raise ConfigError(f"--speed must be a positive number, got {args.speed}")
+    replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
     if args.tail_ms < 0 or args.max_ms <= 0:
@@ -215,7 +216,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     count = write_jsonl(out / "timeline.jsonl", result.records)
     title = (
         f"replayed {args.input} as a {outcome.provider} caller (call {result.caller.call_id}) "
-        f"against {outcome.against} at speed {args.speed:g}"
+        f"against {outcome.against} at {replay_clock.describe(args)}"
     )
     print(title)
     if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages

@@ -17,7 +17,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -252,6 +252,7 @@ def build_runner(
     plane: DialoguePlane | None = None,
     metrics: GatewayMetrics | None = None,
     leases: CallLeases | None = None,
+    inline: bool = False,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -260,6 +261,8 @@ def build_runner(
     Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
     carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
     With ``metrics``, the model, the synthesiser and every call's timeline feed them.
+    ``inline`` runs the tools on the calling loop instead: only for virtual time, where the
+    one loop's clock must see every timer (clock/virtual.py, docs/replay.md).
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
@@ -267,7 +270,8 @@ def build_runner(
         model_failed = metrics.errors.labels("model").inc
         llm = timed_factory(llm, metrics.model_first_token.observe, model_failed)
     stores = stores or open_store(settings, environ, project)
-    tool_loops = tool_loops or ToolLoops()
+    if not inline:
+        tool_loops = tool_loops or ToolLoops()
     project_engine = ProjectEngine(
         project,
         llm,
@@ -351,6 +355,7 @@ async def open_runner(
     environ: Mapping[str, str] = os.environ,
     *,
     metrics: GatewayMetrics | None = None,
+    inline: bool = False,
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
@@ -358,6 +363,9 @@ async def open_runner(
     its own event loop), project tools on tool loops: the loop carrying the calls' media never
     waits on them (design §10, issue 12). A server that cannot be started, connected,
     authenticated or listed stops startup with an ``McpServerError`` naming it.
+
+    ``inline``: no dialogue plane and no tool loops; the engine, its tools and MCP sessions
+    run on the calling loop, as a virtual-time replay needs (docs/replay.md, issue 19).
     """
     root = settings.engine.project_dir
     project = load_project(root)
@@ -365,14 +373,12 @@ async def open_runner(
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
     stores = open_store(settings, environ, project)
-    tool_loops = ToolLoops()
-    plane = DialoguePlane()
-    plane.start()
     try:
         async with (
-            plane.hosting(project_tools(project, servers, launch)) as catalog,
+            dialogue_host(project_tools(project, servers, launch), inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
+            catalog, tool_loops, plane = host
             yield build_runner(
                 settings,
                 environ,
@@ -383,11 +389,34 @@ async def open_runner(
                 plane=plane,
                 metrics=metrics,
                 leases=leases,
+                inline=inline,
             )
+    finally:
+        stores.close()  # every write was already committed; this releases the file
+
+
+Host = tuple[ToolCatalog, ToolLoops | None, DialoguePlane | None]
+
+
+@asynccontextmanager
+async def dialogue_host(
+    tools: AbstractAsyncContextManager[ToolCatalog], *, inline: bool
+) -> AsyncIterator[Host]:
+    """Where the engine runs: a dialogue plane and tool loops (issue 12), or, ``inline``,
+    the calling loop; yields the tool catalog ``tools`` opens there, the loops and the plane."""
+    if inline:
+        async with tools as catalog:
+            yield catalog, None, None
+        return
+    tool_loops = ToolLoops()
+    plane = DialoguePlane()
+    plane.start()
+    try:
+        async with plane.hosting(tools) as catalog:
+            yield catalog, tool_loops, plane
     finally:
         plane.stop()
         tool_loops.close()
-        stores.close()  # every write was already committed; this releases the file
 
 
 @asynccontextmanager

@@ -61,11 +61,13 @@ class Gateway:
         reuse_port: bool = False,
         metrics: GatewayMetrics | None = None,
         app: web.Application | None = None,
+        unix_path: str | None = None,
     ) -> None:
         """``board`` and ``worker``: this worker's slot (default: a private one-slot board);
         ``reuse_port``: share the port with the other workers (SO_REUSEPORT); ``metrics``:
         served at ``/metrics`` and fed with the calls and the loop lag; ``app``: an
-        application of your own to add the routes to (docs/api.md)."""
+        application of your own to add the routes to (docs/api.md); ``unix_path``: listen on
+        that Unix socket instead of TCP (virtual-time replays, docs/replay.md)."""
         self.options = options
         self.board = Scoreboard.private(options.capacity) if board is None else board
         self.worker = worker
@@ -88,6 +90,7 @@ class Gateway:
             app=app,
         )
         self._reuse_port = reuse_port
+        self._unix_path = unix_path
         self._app_runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -113,8 +116,15 @@ class Gateway:
             keepalive_timeout=self.options.limits.http_idle_timeout_s,
         )
         await app_runner.setup()
-        site = web.TCPSite(
-            app_runner, self.options.host, self.options.port, reuse_port=self._reuse_port or None
+        site: web.BaseSite = (
+            web.UnixSite(app_runner, self._unix_path)
+            if self._unix_path
+            else web.TCPSite(
+                app_runner,
+                self.options.host,
+                self.options.port,
+                reuse_port=self._reuse_port or None,
+            )
         )
         try:
             await site.start()
@@ -122,7 +132,7 @@ class Gateway:
             await app_runner.cleanup()
             raise
         self._app_runner = app_runner
-        self._port = int(app_runner.addresses[0][1])
+        self._port = 0 if self._unix_path else int(app_runner.addresses[0][1])
 
     def open(self) -> None:
         """Start admitting calls."""

@@ -24,10 +24,13 @@ import onnxruntime as ort
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
+from voicegate.clock.virtual import charged
 from voicegate.errors import ConfigError
 from voicegate.turns.features import SAMPLE_RATE, last_window, log_mel
 
 MODEL_NAME = "smart-turn-v3.2-cpu.onnx"
+#: The name its inference latency is modelled under in virtual time (clock/virtual.py).
+COMPONENT = "smart-turn"
 #: SHA-256 of the file in pipecat-ai 1.14.0 (pipecat/audio/turn/smart_turn/data/).
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 
@@ -73,8 +76,11 @@ class SmartTurnModel:
         return float(np.asarray(outputs[0]).reshape(-1)[0])
 
     def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
-        """Score on a worker thread; the caller polls the future on its media clock."""
-        return self._executor.submit(self.probability, samples, sample_rate)
+        """Score on a worker thread; the caller polls the future on its media clock.
+
+        In virtual time the score is ready one modelled inference later (issue 19).
+        """
+        return charged(self._executor.submit(self.probability, samples, sample_rate), COMPONENT)
 
     def close(self) -> None:
         """Stop the worker threads once running inferences finish."""
