@@ -56,7 +56,8 @@ async def test_concurrent_calls_detect_as_alone_with_fewer_inferences(
     assert got == expected
     assert all(len(events) == 2 for events in got)  # a start and an end per caller
     windows = sum(m._detector.waiting.windows_run for m in opened)  # type: ignore[union-attr]
-    assert factory.batcher is not None and factory.batcher.batches < windows
+    assert factory.batcher is not None
+    assert factory.batcher.batches < windows
 
 
 async def test_a_full_batch_is_scored_at_once(model: SileroModel) -> None:
@@ -98,7 +99,8 @@ async def test_a_call_that_ends_while_waiting_is_left_out_of_the_batch(
     await hung_up
     assert ended.is_set()
     waiting = ending._detector.waiting
-    assert waiting is not None and waiting.queued  # its windows were never scored
+    assert waiting is not None
+    assert waiting.queued
     assert [run.result() for run in runs] == expected
 
 

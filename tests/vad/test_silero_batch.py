@@ -65,10 +65,12 @@ def test_a_stream_with_several_queued_windows_has_them_scored_in_order(
         deep.feed(f)
     shallow.feed(short[0])
     shallow.feed(short[1])
-    assert len(deep.queued) == 12 and len(shallow.queued) == 1
+    assert len(deep.queued) == 12
+    assert len(shallow.queued) == 1
     score_together([shallow, deep])
     assert deep.latest == pytest.approx(expected[19], abs=1e-5)
-    assert deep.windows_run == 12 and not deep.queued
+    assert deep.windows_run == 12
+    assert not deep.queued
     assert shallow.latest == pytest.approx(trace(SileroScorer(8000, model=model), short[:2])[-1])
 
 
@@ -107,4 +109,5 @@ def test_a_lone_window_takes_the_single_stream_path(model: SileroModel) -> None:
         scorer.feed(f)
     score_together([scorer])
     score_together([])  # nothing queued anywhere: nothing to do
-    assert scorer.windows_run == 1 and not scorer.queued
+    assert scorer.windows_run == 1
+    assert not scorer.queued
