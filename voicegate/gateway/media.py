@@ -131,7 +131,8 @@ class MediaFactory:
 
     The Silero model is loaded (and warmed up) once, when the factory is built at startup,
     and shared by every call: a call start then costs well under a millisecond instead of
-    ~100 ms of ONNX session set-up and ~10 MB (bench/media_cost.py).
+    ~100 ms of ONNX session set-up and ~10 MB (bench/media_cost.py). Its one
+    :class:`SileroBatcher` scores the windows of all the worker's calls together.
     """
 
     #: The widest rate calls are converted to for VAD and STT (narrower providers stay native).

@@ -29,7 +29,7 @@ class SileroBatcher:
         self._waiting: list[tuple[SileroScorer, asyncio.Future[None]]] = []
         self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.batches = 0  # inferences rounds were run for (for benchmarks)
+        self.batches = 0  # batches scored so far (tests and benchmarks read it)
 
     async def score(self, scorer: SileroScorer) -> None:
         """Score ``scorer``'s queued windows in the next batch; returns once they are settled."""
