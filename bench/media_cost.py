@@ -106,6 +106,17 @@ class Stages:
 
         return wrapper
 
+    def timed_steps(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Coroutine function ``fn`` with the CPU of its own steps (not its awaits) in ``name``."""
+        self.ns.setdefault(name, 0)
+        self.calls.setdefault(name, 0)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return _TimedSteps(fn(*args, **kwargs), self.ns, name)
+
+        return wrapper
+
     @staticmethod
     def calibrate(count: int = 20_000) -> tuple[float, float]:
         """(ns a wrapper adds inside its own stage, ns it adds in all) per call."""
@@ -116,6 +127,32 @@ class Stages:
             empty()
         total = (time.thread_time_ns() - start) / count
         return probe.ns["empty"] / count, total
+
+
+class _TimedSteps:
+    """Awaits a coroutine, adding the thread CPU of each of its steps to ``ns[name]``."""
+
+    def __init__(self, coroutine: Any, ns: dict[str, int], name: str) -> None:
+        self._coroutine, self._ns, self._name = coroutine, ns, name
+
+    def __await__(self) -> Any:
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            start = time.thread_time_ns()
+            try:
+                if error is None:
+                    yielded = self._coroutine.send(value)
+                else:
+                    yielded = self._coroutine.throw(error)
+            except StopIteration as stop:
+                self._ns[self._name] += time.thread_time_ns() - start
+                return stop.value
+            self._ns[self._name] += time.thread_time_ns() - start
+            try:
+                value, error = (yield yielded), None
+            except BaseException as thrown:  # cancellation, passed on to the coroutine
+                value, error = None, thrown
 
 
 class FakeTwilio:
@@ -259,7 +296,7 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         def open(self, *args: Any, **kwargs: Any) -> Any:
             opened = media.open(*args, **kwargs)
             opened.inbound = stages.timed("media_inbound", opened.inbound)
-            opened.detect = stages.timed("vad_detect", opened.detect)
+            opened.detect = stages.timed_steps("vad_detect", opened.detect)
             return opened
 
         def __getattr__(self, name: str) -> Any:
@@ -281,10 +318,15 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         playout.release = stages.timed("playout_release", playout.release)
         return playout
 
+    batcher = media.batcher
+    if batcher is not None:  # the batched Silero inferences run in a loop callback of their own
+        batcher._flush = stages.timed("vad_silero_batches", batcher._flush)  # type: ignore[method-assign]
     bargein.step = stages.timed("bargein_step", real_step)  # type: ignore[assignment]
     session.Playout = timed_playout  # type: ignore[assignment,misc]
 
     def undo() -> None:
+        if batcher is not None:
+            del batcher._flush
         bargein.step = real_step  # type: ignore[assignment]
         session.Playout = real_playout  # type: ignore[misc]
 
@@ -417,9 +459,16 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--starts", type=int, default=20)
+    parser.add_argument(
+        "--no-batch", action="store_true", help="score each call's Silero windows alone"
+    )
+    parser.add_argument("--end-of-turn", default=None, help="turns.end_of_turn.model, e.g. none")
     args = parser.parse_args()
     os.chdir(ROOT)  # the config's paths (project, caller lines) are relative to the repository
     settings = load_settings(CONFIG)
+    if args.end_of_turn is not None:
+        end_of_turn = replace(settings.turns.end_of_turn, model=args.end_of_turn)
+        settings = replace(settings, turns=replace(settings.turns, end_of_turn=end_of_turn))
     with tempfile.TemporaryDirectory() as data:
         # The calls run in lock step, far faster than real time: no pacing (issue 15) here.
         unpaced = replace(settings.limits, media_max_speed=1e6, media_burst_ms=10**9)
@@ -428,6 +477,10 @@ def main() -> None:
         )
         cpu0, wall0 = time.process_time_ns(), time.perf_counter_ns()
         runner = build_runner(settings)
+        if args.no_batch:
+            services = runner.services
+            media = replace(services.media, batch_silero=False)
+            runner = SessionRunner(replace(services, media=media), runner._settings)
         startup = {
             "cpu_ms": round((time.process_time_ns() - cpu0) / 1e6, 1),
             "wall_ms": round((time.perf_counter_ns() - wall0) / 1e6, 1),
@@ -447,6 +500,8 @@ def main() -> None:
         "calls": args.calls,
         "call_ms": CALL_MS,
         "runs": args.runs,
+        "silero_batched": not args.no_batch,
+        "end_of_turn": settings.turns.end_of_turn.model,
         "gateway_cpu_us_per_call_second": round(totals["cpu_us_per_call_second"] - harness, 1),
         "total_cpu_us_per_call_second_incl_harness": totals["cpu_us_per_call_second"],
         "harness_us_per_call_second": harness,

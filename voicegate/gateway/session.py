@@ -313,7 +313,8 @@ class CallSession:
         for frame in self._media.inbound(payload):
             self._now_ms += self._settings.frame_ms
             self._stt.push(frame, self._now_ms)
-            for voice in self._turns.push(frame, self._now_ms, self._media.detect(frame)):
+            voices = await self._media.detect(frame)
+            for voice in self._turns.push(frame, self._now_ms, voices):
                 await self._on_voice(voice)
             if bargein.needs_tick(self._state):
                 await self._apply(bargein.Tick(self._now_ms))

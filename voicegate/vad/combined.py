@@ -69,6 +69,7 @@ class CombinedScorer:
         preroll_frames = frames_for(settings.silero_preroll_ms, settings.frame_ms)
         self._preroll: deque[Frame] = deque(maxlen=preroll_frames)
         self._contiguous = True  # the pre-roll holds every frame Silero has not seen
+        self._sound = False  # the frame being prepared dates an onset (see prepare)
 
     @property
     def sample_rate(self) -> int:
@@ -85,26 +86,47 @@ class CombinedScorer:
         """How many Silero windows ran so far (the expensive part of the cost)."""
         return self._silero.windows_run
 
+    @property
+    def silero(self) -> SileroScorer:
+        """The Silero stream whose queued windows a batch scores (vad/silero_batch.py)."""
+        return self._silero
+
     def evidence(self, frame: Frame) -> FrameEvidence:
         """Score the next frame of the stream."""
+        evidence = self.prepare(frame)
+        if evidence is not None:
+            return evidence
+        self._silero.score_queued()
+        return self.scored()
+
+    def prepare(self, frame: Frame) -> FrameEvidence | None:
+        """The frame's evidence, or None while the Silero windows it finished wait to be scored."""
         check_frame(frame, frame_length(self.sample_rate, self.frame_ms))
         speechlike = self._gate.is_speech(frame)
         rises = self._floor.rises(level_dbfs(frame), self._rise_db)
         if not (speechlike or rises):
             self._hold(frame)
             return _CLOSED
-        return FrameEvidence(self._confirm(frame), sound=speechlike and rises)
+        self._sound = speechlike and rises
+        if self._confirm(frame):
+            return None
+        return self.scored()
+
+    def scored(self) -> FrameEvidence:
+        """The prepared frame's evidence, once its Silero windows were scored and settled."""
+        return FrameEvidence(self._silero.latest, sound=self._sound)
 
     def _hold(self, frame: Frame) -> None:
         if len(self._preroll) == self._preroll.maxlen:
             self._contiguous = False  # the oldest held frame (or, with no pre-roll, this one)
         self._preroll.append(frame)
 
-    def _confirm(self, frame: Frame) -> float:
+    def _confirm(self, frame: Frame) -> bool:
+        """Feed Silero the pre-roll and the frame; True if windows wait to be scored."""
         if not self._contiguous:
             self._silero.reset()
         for held in self._preroll:
-            self._silero.probability(held)
+            self._silero.feed(held)
         self._preroll.clear()
         self._contiguous = True
-        return self._silero.probability(frame)
+        return self._silero.feed(frame)

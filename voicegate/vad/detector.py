@@ -9,9 +9,10 @@ from voicegate.types import MediaMs
 from voicegate.vad.combined import CombinedScorer
 from voicegate.vad.frames import Frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
-from voicegate.vad.scoring import FrameScorer, classify
+from voicegate.vad.scoring import FrameEvidence, FrameScorer, classify
 from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
 from voicegate.vad.silero import SileroModel, SileroScorer
+from voicegate.vad.silero_batch import BatchableScorer
 from voicegate.vad.webrtc import WebrtcScorer
 
 
@@ -44,6 +45,10 @@ class Detector:
                 f"{settings.frame_ms} ms"
             )
         self._scorer = scorer
+        # Silero scorers may have their windows scored in a batch with other calls' (prepare).
+        self._batchable: BatchableScorer | None = (
+            scorer if isinstance(scorer, SileroScorer | CombinedScorer) else None
+        )
         self._settings = settings
         self._state = MachineState()
         self._media_ms: MediaMs = 0
@@ -58,9 +63,33 @@ class Detector:
         """Where the state machine stands."""
         return self._state.phase
 
+    @property
+    def waiting(self) -> SileroScorer | None:
+        """After :meth:`prepare` returned None: the Silero stream whose windows need scoring."""
+        return None if self._batchable is None else self._batchable.silero
+
     def push(self, frame: Frame) -> tuple[VadEvent, ...]:
         """Score and step one frame; the events it caused."""
-        evidence = self._scorer.evidence(frame)
+        return self._step(self._scorer.evidence(frame))
+
+    def prepare(self, frame: Frame) -> tuple[VadEvent, ...] | None:
+        """Step one frame, unless Silero windows must be scored first (then None).
+
+        After None, score :attr:`waiting`'s queued windows (alone or batched with other
+        calls', ``vad/silero_batch.py``), then :meth:`resume` steps the frame. No other frame
+        may be pushed or prepared in between.
+        """
+        if self._batchable is None:
+            return self.push(frame)
+        evidence = self._batchable.prepare(frame)
+        return None if evidence is None else self._step(evidence)
+
+    def resume(self) -> tuple[VadEvent, ...]:
+        """Step the frame :meth:`prepare` held back, now that its windows are scored."""
+        assert self._batchable is not None
+        return self._step(self._batchable.scored())
+
+    def _step(self, evidence: FrameEvidence) -> tuple[VadEvent, ...]:
         verdict = classify(
             evidence, self._settings.speech_threshold, self._settings.maybe_threshold
         )

@@ -56,6 +56,9 @@ class VadSettings:
     #: this much context (measured: fewer false starts and faster detection than either
     #: running Silero on every frame or skipping the closed-gate audio).
     silero_preroll_ms: int = 100
+    #: How long (ms) the gateway gathers calls' Silero windows into one inference (issue 12);
+    #: a speech onset is detected at most this much later. 0: the next turn of the event loop.
+    silero_batch_ms: int = 0
     #: Confirmed speech needed to declare a start (the barge-in policy adds its own minimum).
     start_ms: int = 60
     #: Silence needed to declare an end; bridges the pauses inside one utterance.
@@ -82,6 +85,7 @@ class VadSettings:
         for name in ("noise_floor_window_ms", "start_ms", "stop_ms", "onset_lookback_ms"):
             _check_duration(name, getattr(self, name), minimum=1)
         _check_duration("silero_preroll_ms", self.silero_preroll_ms, minimum=0)
+        _check_duration("silero_batch_ms", self.silero_batch_ms, minimum=0)
         # The run that confirms a start must fit inside the lookback.
         if self.onset_lookback_ms < max(self.start_ms, self.frame_ms):
             raise ConfigError(

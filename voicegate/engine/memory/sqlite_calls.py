@@ -23,7 +23,10 @@ CREATE TABLE IF NOT EXISTS call_state (
     epoch INTEGER NOT NULL,
     state TEXT,
     touched REAL NOT NULL
-)
+);
+-- Each claim deletes the expired rows: without this index that scans the whole table, and a
+-- call start costs ~15 ms at 20,000 kept calls instead of ~0.03 ms (issue 12).
+CREATE INDEX IF NOT EXISTS call_state_touched ON call_state (touched)
 """
 
 # One memory value, written only while the call's epoch is the writer's (or the call has no
@@ -46,7 +49,7 @@ class SqliteCallStates:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            self._db.executescript(_SCHEMA)
             self._db.execute(MEMORY_SCHEMA)
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the call state store {path}: {error}") from error
