@@ -1,0 +1,165 @@
+"""What the end-of-turn model (Smart Turn v3.2) costs: CPU per inference and per call-second.
+
+Issue 14 / issue 12. Thread CPU time (``time.thread_time``), not wall time, so other work on
+the shared machine distorts it little; every figure is the median of ``--repeat`` runs.
+
+- ``per_inference_cpu_ms``: features (resample to 16 kHz, log-mel of the 8 s window) and the
+  ONNX run, alone and per item in a batch of 2, 4 and 8 (batching was considered for
+  inferences that wait together).
+- ``per_call``: every labelled human recording (fixtures/audio/onsets.tsv, 37) as one caller
+  turn (600 ms of silence, the recording, 1.5 s of silence) through the gateway's VAD at 8 kHz
+  and a call's ``TurnTracker``, with the model run at once on each pause it is asked about.
+  ``every_pause`` is the behaviour before (every pause scored); ``gated`` the shipped settings
+  (no inference for speech shorter than ``min_speech_ms``). Reported: inferences per turn and
+  model CPU in ms per call-second of media. The transcript rule (a hold word cancels an
+  inference still waiting) needs a recogniser and is not counted here, so ``gated`` is an
+  upper bound.
+- ``cap_ms_per_worker_s``: the most the model may take from a worker process under load
+  (``cpu_share``): beyond it pauses are shed to the silence timeout.
+
+    python bench/smart_turn_cost.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from turn_taking import RATE, labelled_recordings  # noqa: E402
+
+from voicegate.audio.pcm import Samples  # noqa: E402
+from voicegate.audio.resample import resample_all  # noqa: E402
+from voicegate.gateway.media import MediaFactory  # noqa: E402
+from voicegate.turns.features import last_window, log_mel  # noqa: E402
+from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings  # noqa: E402
+from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path  # noqa: E402
+from voicegate.turns.tracker import TurnTracker  # noqa: E402
+from voicegate.types import AudioEncoding, AudioFormat  # noqa: E402
+from voicegate.vad.settings import VadSettings  # noqa: E402
+
+WIRE = AudioFormat(AudioEncoding.PCMU, RATE)
+
+
+def cpu_ms(work: Any, runs: int) -> float:
+    """Median thread CPU (ms) of ``work()`` over ``runs`` calls."""
+    spent = []
+    for _ in range(runs):
+        started = time.thread_time()
+        work()
+        spent.append((time.thread_time() - started) * 1000)
+    return statistics.median(spent)
+
+
+def per_inference(model: SmartTurnModel, repeat: int) -> dict[str, Any]:
+    """CPU of one inference, split into its parts, and per item in batches."""
+    rng = np.random.default_rng(14)
+    audio8 = (rng.standard_normal(RATE * 3) * 3000).astype(np.int16)
+    audio16 = resample_all(audio8, RATE, 16000)
+    window = last_window((audio16.astype(np.float32) / 32768.0).astype(np.float32))
+    features = log_mel(window)[None, :, :]
+    session = model._session  # the bench measures the run itself, batched or not
+    out: dict[str, Any] = {
+        "resample_8k_to_16k": cpu_ms(lambda: resample_all(audio8, RATE, 16000), repeat * 4),
+        "log_mel": cpu_ms(lambda: log_mel(window), repeat * 4),
+        "whole (3 s of 8 kHz audio)": cpu_ms(lambda: model.probability(audio8, RATE), repeat * 2),
+    }
+    for batch in (1, 2, 4, 8):
+        stacked = np.repeat(features, batch, axis=0)
+        run = cpu_ms(lambda: session.run(None, {"input_features": stacked}), repeat)  # noqa: B023
+        out[f"onnx_per_item_batch_{batch}"] = run / batch
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+class CountingModel:
+    """Runs the real model at once on the caller's thread, counting inferences and CPU."""
+
+    def __init__(self, model: SmartTurnModel) -> None:
+        self._model = model
+        self.inferences = 0
+        self.cpu_s = 0.0
+
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
+        started = time.thread_time()
+        future: Future[float] = Future()
+        future.set_result(self._model.probability(samples, sample_rate))
+        self.cpu_s += time.thread_time() - started
+        self.inferences += 1
+        return future
+
+
+def one_turn(samples: Samples, eot: EndOfTurnSettings, model: CountingModel) -> float:
+    """Push one caller turn through the VAD and a tracker; its length in seconds."""
+    vad = replace(VadSettings(), stop_ms=eot.pause_ms)
+    media = MediaFactory(sample_rate=16000, vad=vad).open(WIRE, WIRE)
+    settings = TurnSettings(eot, EchoGateSettings(enabled=False))
+    tracker = TurnTracker(settings, model, sample_rate=media.sample_rate, wire=WIRE)
+    call = np.concatenate(
+        [np.zeros(RATE * 6 // 10, np.int16), samples, np.zeros(RATE * 3 // 2, np.int16)]
+    )
+    frame = RATE // 50
+    now = 0
+    for start in range(0, len(call) - frame + 1, frame):
+        chunk = call[start : start + frame]
+        now += 20
+        tracker.push(chunk, now, media.detect(chunk))
+    return now / 1000
+
+
+def per_call(model: SmartTurnModel) -> dict[str, Any]:
+    """Inferences per caller turn and model CPU per call-second, before and after gating."""
+    recordings = labelled_recordings()
+    variants = {
+        "every_pause": EndOfTurnSettings(min_speech_ms=0),
+        "gated": EndOfTurnSettings(),
+    }
+    report = {}
+    for name, eot in variants.items():
+        counting = CountingModel(model)
+        seconds = sum(one_turn(rec.samples, eot, counting) for rec in recordings)
+        report[name] = {
+            "turns": len(recordings),
+            "call_seconds": round(seconds, 1),
+            "inferences": counting.inferences,
+            "inferences_per_turn": round(counting.inferences / len(recordings), 2),
+            "model_cpu_ms_per_call_s": round(counting.cpu_s * 1000 / seconds, 1),
+        }
+    return report
+
+
+def main() -> None:
+    """Print the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    model = SmartTurnModel(bundled_model_path())
+    try:
+        defaults = EndOfTurnSettings()
+        out = {
+            "benchmark": "smart_turn_cost",
+            "per_inference_cpu_ms": per_inference(model, args.repeat),
+            "per_call": per_call(model),
+            "cap_ms_per_worker_s": round(defaults.cpu_share * 1000),
+            "settings": {
+                "min_speech_ms": defaults.min_speech_ms,
+                "max_queue": defaults.max_queue,
+                "cpu_share": defaults.cpu_share,
+                "workers": defaults.workers,
+            },
+        }
+    finally:
+        model.close()
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
