@@ -35,17 +35,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from turn_taking import RATE, labelled_recordings  # noqa: E402
+from turn_taking import RATE, labelled_recordings
 
-from voicegate.audio.pcm import Samples  # noqa: E402
-from voicegate.audio.resample import resample_all  # noqa: E402
-from voicegate.gateway.media import MediaFactory  # noqa: E402
-from voicegate.turns.features import last_window, log_mel  # noqa: E402
-from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings  # noqa: E402
-from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path  # noqa: E402
-from voicegate.turns.tracker import TurnTracker  # noqa: E402
-from voicegate.types import AudioEncoding, AudioFormat  # noqa: E402
-from voicegate.vad.settings import VadSettings  # noqa: E402
+from voicegate.audio.pcm import Samples
+from voicegate.audio.resample import resample_all
+from voicegate.gateway.media import MediaFactory
+from voicegate.turns.features import last_window, log_mel
+from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
+from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
+from voicegate.turns.tracker import TurnTracker
+from voicegate.types import AudioEncoding, AudioFormat
+from voicegate.vad.settings import VadSettings
 
 WIRE = AudioFormat(AudioEncoding.PCMU, RATE)
 

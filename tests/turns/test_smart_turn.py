@@ -67,13 +67,15 @@ def test_a_busy_model_refuses_more_than_its_queue() -> None:
         audio = read_wav(AUDIO / "alsa" / "Rear_Center_16k.wav").samples
         # One runs (~90 ms of CPU), one waits: a third, asked at once, is shed.
         running, waiting = loaded.submit(audio, 16000), loaded.submit(audio, 16000)
-        assert running is not None and waiting is not None
+        assert running is not None
+        assert waiting is not None
         assert loaded.submit(audio, 16000) is None
         assert waiting.cancel()  # a pause that resumed: its place is free again at once
         assert loaded.pending == 1
         running.result(timeout=30)
         again = loaded.submit(audio, 16000)
-        assert again is not None and again.result(timeout=30) > 0.5
+        assert again is not None
+        assert again.result(timeout=30) > 0.5
         assert loaded.pending == 0
     finally:
         loaded.close()

@@ -66,9 +66,11 @@ def test_a_short_utterance_is_not_scored_and_the_silence_timeout_ends_it() -> No
     turns, pauses = tracker(model, reports=reports)
     turns.push(LOUD, 20, [Voice(True, 0)])
     assert turns.push(QUIET, 500, [Voice(False, 300)]) == []  # 300 ms of speech: "yes"
-    assert model.asked == [] and pauses == [300]  # the decode still starts at the pause
+    assert model.asked == []
+    assert pauses == [300]
     assert released(turns, 520, 900) == [(800, Voice(False, 300))]  # 500 ms of silence
-    assert reports[-1]["reason"] == "silence timeout" and reports[-1]["model"] == "short"
+    assert reports[-1]["reason"] == "silence timeout"
+    assert reports[-1]["model"] == "short"
 
 
 def test_a_busy_model_sheds_the_pause_to_the_silence_timeout() -> None:
@@ -77,7 +79,8 @@ def test_a_busy_model_sheds_the_pause_to_the_silence_timeout() -> None:
     turns.push(LOUD, 20, [Voice(True, 0)])
     turns.push(QUIET, 1000, [Voice(False, 800)])
     assert released(turns, 1020, 1400) == [(1300, Voice(False, 800))]
-    assert reports[-1]["model"] == "shed" and reports[-1]["reason"] == "silence timeout"
+    assert reports[-1]["model"] == "shed"
+    assert reports[-1]["reason"] == "silence timeout"
 
 
 def test_a_hold_word_cancels_an_inference_that_has_not_run() -> None:
@@ -88,7 +91,8 @@ def test_a_hold_word_cancels_an_inference_that_has_not_run() -> None:
     turns.transcript("check my balance and", 1000)  # the pause's words decide: no model needed
     assert model.futures[0].cancelled()
     assert released(turns, 1020, 3000) == [(2800, Voice(False, 800))]
-    assert reports[-1]["reason"] == "hesitation timeout" and reports[-1]["model"] == "hold word"
+    assert reports[-1]["reason"] == "hesitation timeout"
+    assert reports[-1]["model"] == "hold word"
 
 
 def test_speech_that_resumes_cancels_its_pauses_inference_once() -> None:
@@ -97,7 +101,8 @@ def test_speech_that_resumes_cancels_its_pauses_inference_once() -> None:
     turns.push(LOUD, 20, [Voice(True, 0)])
     turns.push(QUIET, 1000, [Voice(False, 800)])
     turns.push(LOUD, 1100, [Voice(True, 1060)])
-    assert model.futures[0].cancelled() and len(model.asked) == 1
+    assert model.futures[0].cancelled()
+    assert len(model.asked) == 1
 
 
 def test_a_complete_pause_ends_the_turn_once_the_transcript_is_in() -> None:

@@ -151,7 +151,6 @@ class CpuBudget:
         self._at = now
 
 
-
 #: Niceness of the model's threads (Linux threads have their own): under load the kernel runs
 #: the media loop first. Measured with bench/calls.py at 100 calls on 2 cores: the model's
 #: inferences took ~40 % of a worker's CPU and, at equal priority, pushed the media loop's lag
