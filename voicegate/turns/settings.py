@@ -59,6 +59,13 @@ class EndOfTurnSettings:
     #: single digits scored incomplete and waited incomplete_timeout_ms) and the pause it
     #: ends is short anyway.
     min_speech_ms: int = 400
+    #: Speculative turns (preemptive generation): at a held pause whose transcript is in
+    #: (and ends on no hold word), start the engine's turn at once; its audio and effects wait
+    #: for the end of the turn, and it is cancelled without a trace if the caller goes on.
+    #: Off by default: it pays off with a model that takes long to answer (an LLM), costs a
+    #: model request per overridden pause, and gained nothing measurable with the scripted
+    #: model (docs/turn-taking.md).
+    speculative: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:

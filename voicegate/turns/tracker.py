@@ -78,7 +78,9 @@ class TurnTracker:
         wire: AudioFormat,
         on_pause: Callable[[MediaMs], None] | None = None,
         report: Reporter | None = None,
+        on_resume: Callable[[], None] | None = None,
     ) -> None:
+        self._on_resume = on_resume
         self._eot_settings = settings.end_of_turn
         self._gate_settings = settings.echo_gate
         self._model = model if settings.end_of_turn.uses_model else None
@@ -125,6 +127,15 @@ class TurnTracker:
             self._drop_scoring()
             self._eot = end_of_turn.unscored(self._eot, "hold word")
 
+    def speculation_text(self) -> str | None:
+        """The words of the held pause, if a speculative turn may start on them now."""
+        pause = self._eot.pause
+        if not self._eot_settings.speculative or self._model is None or pause is None:
+            return None
+        if not pause.words or end_of_turn.held_by_words(self._eot, self._eot_settings):
+            return None
+        return pause.words.strip() or None
+
     # --- echo gate ------------------------------------------------------------------------
 
     def _gate_frame(self, frame: Samples, now_ms: MediaMs) -> list[Voice]:
@@ -166,6 +177,8 @@ class TurnTracker:
             self._eot, continues = end_of_turn.resumed(self._eot)
             self._drop_scoring()
             if continues:
+                if self._on_resume is not None:
+                    self._on_resume()  # the caller went on: a speculative turn is void
                 return []
             self._turn_onset_ms = voice.at_ms
             return [voice]
@@ -259,6 +272,7 @@ class TurnFactory:
         *,
         on_pause: Callable[[MediaMs], None] | None = None,
         report: Reporter | None = None,
+        on_resume: Callable[[], None] | None = None,
     ) -> TurnTracker:
         """One call's tracker."""
         return TurnTracker(
@@ -268,6 +282,7 @@ class TurnFactory:
             wire=wire,
             on_pause=on_pause,
             report=report,
+            on_resume=on_resume,
         )
 
 
