@@ -145,3 +145,18 @@ def test_the_bots_echo_is_not_speech_but_the_caller_over_it_is() -> None:
         voices = [Voice(True, t - 60)] if t == 200 else []
         seen += turns.push(echo if t < 600 else LOUD * 2, t, voices)
     assert seen == [Voice(True, 580)]  # dated at the first frame louder than any echo
+
+
+def test_the_bots_echo_never_reaches_the_model() -> None:
+    model = FakeModel(0.9)
+    turns, pauses = tracker(model, gate=True)
+    bot = samples_to_ulaw_bytes((np.sin(np.arange(160) * 0.3) * 16000).astype(np.int16))
+    echo = (LOUD * 0.1).astype(np.int16)  # -20 dB: explained by the bot's audio
+    seen = []
+    for t in range(20, 1520, 20):
+        turns.played(bot, t)
+        voices = {200: [Voice(True, 140)], 1200: [Voice(False, 1000)]}.get(t, [])
+        seen += turns.push(echo, t, voices)
+    assert seen == []
+    assert model.asked == []
+    assert pauses == []
