@@ -16,6 +16,10 @@ the shared machine distorts it little; every figure is the median of ``--repeat`
   upper bound.
 - ``cap_ms_per_worker_s``: the most the model may take from a worker process under load
   (``cpu_share``): beyond it pauses are shed to the silence timeout.
+- ``under_load_one_worker``: pauses offered to one worker's model at 1, 3 and 6 per second
+  (100 calls on 2 workers, each speaking every ~10 s, offer ~5) with the shipped bounds:
+  how many were scored and shed, and the process CPU per second of wall time (the model
+  dominates it). Before the bounds every offered pause was scored (6 x 85 = ~510 ms/s).
 
     python bench/smart_turn_cost.py [--repeat 5]
 """
@@ -136,10 +140,48 @@ def per_call(model: SmartTurnModel) -> dict[str, Any]:
     return report
 
 
+def under_load(rates: tuple[float, ...], seconds: float) -> dict[str, Any]:
+    """Pauses offered at ``rate`` per second to one worker's model (shipped bounds): how many
+    are scored and shed, and the model's CPU per second of wall time."""
+    defaults = EndOfTurnSettings()
+    audio = (np.random.default_rng(7).standard_normal(RATE * 3) * 3000).astype(np.int16)
+    report = {}
+    for rate in rates:
+        model = SmartTurnModel(
+            bundled_model_path(),
+            workers=defaults.workers,
+            max_queue=defaults.max_queue,
+            cpu_share=defaults.cpu_share,
+        )
+        futures: list[Future[float]] = []
+        shed = offered = 0
+        cpu_start, wall_start = time.process_time(), time.monotonic()
+        while (elapsed := time.monotonic() - wall_start) < seconds:
+            if offered < elapsed * rate:
+                offered += 1
+                future = model.submit(audio, RATE)
+                shed += future is None
+                futures.extend([] if future is None else [future])
+            time.sleep(0.005)  # the bench's own pacing of the offered pauses
+        for future in futures:
+            future.result()
+        cpu = time.process_time() - cpu_start
+        wall = time.monotonic() - wall_start
+        model.close()
+        report[f"{rate:g}_pauses_per_s"] = {
+            "offered": offered,
+            "scored": len(futures),
+            "shed": shed,
+            "model_cpu_ms_per_s": round(cpu * 1000 / wall, 1),
+        }
+    return report
+
+
 def main() -> None:
     """Print the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--load-seconds", type=float, default=6.0)
     args = parser.parse_args()
     model = SmartTurnModel(bundled_model_path())
     try:
@@ -149,6 +191,7 @@ def main() -> None:
             "per_inference_cpu_ms": per_inference(model, args.repeat),
             "per_call": per_call(model),
             "cap_ms_per_worker_s": round(defaults.cpu_share * 1000),
+            "under_load_one_worker": under_load((1.0, 3.0, 6.0), args.load_seconds),
             "settings": {
                 "min_speech_ms": defaults.min_speech_ms,
                 "max_queue": defaults.max_queue,

@@ -144,7 +144,7 @@ def _runs_early(turn: Turn, call: ToolCall) -> bool:
         return False
     owner = owner_of(turn, call.name)
     bound = None if owner is None else skill_tool(turn.session, owner, call.name)
-    return bound is not None and bool(getattr(bound.tool, "run_early", False))
+    return bound is not None and bound.tool.run_early
 
 
 def _recorded(turn: Turn, call: ToolCall) -> bool:
