@@ -172,9 +172,10 @@ class Undecided:
 
 
 def speculative_world(world_args: dict[str, Any] | None = None) -> dict[str, Any]:
-    # Every pause waits 1.5 s for more speech (the model says incomplete), so a caller who
-    # goes on after 0.6 s overrides the speculative turn started at the pause.
-    eot = EndOfTurnSettings(incomplete_timeout_ms=1500, speculative=True)
+    # Every pause waits 2.5 s for more speech (the model says incomplete), so a caller who
+    # goes on after 1.4 s overrides the speculative turn started at the pause (1.2 s after
+    # it: far more than the 32 frames a busy receive loop handles before it yields).
+    eot = EndOfTurnSettings(incomplete_timeout_ms=2500, speculative=True)
     turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), Undecided())
     return {"turns": turns, "media": MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))}
 
@@ -190,8 +191,8 @@ async def test_a_speculative_turn_the_caller_overrides_leaves_no_trace(tmp_path:
 
         engine.close = keep_history  # type: ignore[method-assign]
         balance_ms = len(recording(BALANCE)) // 8
-        cues = [cue(BALANCE, at_ms=300), cue(FIVE, at_ms=300 + balance_ms + 600)]
-        caller = TwilioCaller(script_of(*cues, tail_ms=9000))
+        cues = [cue(BALANCE, at_ms=300), cue(FIVE, at_ms=300 + balance_ms + 1400)]
+        caller = TwilioCaller(script_of(*cues, tail_ms=6000))
         assert await drive(world.url, caller, speed=2.0, max_ms=40_000) == 1000
     timeline = records(world)
     order = [r["event"] for r in timeline if r["event"].startswith("speculation")]
@@ -222,7 +223,7 @@ async def test_a_confirmed_speculative_turn_has_its_answer_ready_at_the_end_of_t
     tmp_path: Path,
 ) -> None:
     async with gateway_for(tmp_path, ["check my balance"], **speculative_world()) as world:
-        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=9000))
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=4000))
         assert await drive(world.url, caller, speed=2.0, max_ms=40_000) == 1000
     timeline = records(world)
     events = [r["event"] for r in timeline]
