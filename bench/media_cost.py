@@ -311,6 +311,9 @@ class OpenGate:
         """Always a slot."""
         return None
 
+    def record(self, record: dict[str, Any]) -> None:
+        """No call log: the bench measures the media path."""
+
 
 async def run_calls(
     runner: SessionRunner, payloads: list[str], count: int, hooks: Hooks, stages: Stages | None

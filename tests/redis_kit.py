@@ -7,6 +7,7 @@ where it still is not there, the tests that need it skip and say why.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -66,9 +67,20 @@ class RedisServer:
     def stop(self) -> None:
         """Stop the server (the data is gone: nothing is saved to disk)."""
         if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGCONT)  # a paused server cannot stop
             self._process.terminate()
             self._process.wait(10)
         self._process = None
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open, nothing answers (a slow Redis)."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server go on (SIGCONT)."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
     def client(self) -> redis.Redis:
         """A client to inspect keys from a test (strings decoded)."""

@@ -1,5 +1,6 @@
-"""When a failed HTTP request to a model or speech service is worth another try, and how long
-to wait before it (the OpenAI-compatible chat client and the OpenAI speech engine use it).
+"""When a failed request to a model, speech service or store is worth another try, and how long
+to wait before it (the OpenAI-compatible chat client, the OpenAI speech engine and the Redis
+store use it).
 
 A caller waits in silence while a request is retried, so retries live within a time budget:
 exponential backoff with jitter (AWS Architecture Blog, "Exponential Backoff And Jitter",
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -52,6 +53,34 @@ class RetryPolicy:
 
 
 NO_RETRY = RetryPolicy(attempts=1)
+
+T = TypeVar("T")
+
+
+def call_retrying(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    retryable: tuple[type[Exception], ...],
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run a blocking ``call``, retrying the ``retryable`` errors within ``policy`` (each
+    retry logged); the result, or the last error once no retry fits.
+
+    For clients that block their own thread (the Redis store on the dialogue plane); the
+    caller bounds each attempt (e.g. a socket timeout), the policy bounds how many and the wait.
+    """
+    started, attempt = time.monotonic(), 0
+    while True:
+        try:
+            return call()
+        except retryable as error:
+            delay = policy.delay_s(attempt, time.monotonic() - started, None)
+            if delay is None:
+                raise
+            attempt += 1
+            log.warning("%s failed (%s); attempt %d in %.2f s", what, error, attempt + 1, delay)
+            sleep(delay)
 
 
 def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:

@@ -95,7 +95,25 @@ async def test_a_caller_talks_over_the_bot_and_the_page_stops_playback(tmp_path:
         log = await texts(page, ".log li")
         await click_call_button(page)  # hang up
         await page.wait_for("window.voicegate.stats.state === 'idle'")
+        ended = await stats(page)
+        struck = await texts(page, ".marker.say .sentence.not-heard")
+        open_bars = await texts(page, ".bar:not(.closed)")
     timeline = world.timeline(call_id)
+    # The figure shown is the audio the barge-in took from the caller, as the gateway counted
+    # it (its queue and the page's buffer), not only what the page's buffer held.
+    flushes = [r for r in timeline if r["event"] == "flush_sent"]
+    assert ended["droppedMs"] == sum(r["dropped_ms"] for r in flushes)
+    assert ended["droppedMs"] >= ended["bufferDroppedMs"] > 0
+    # Sentences of the interrupted turn the caller heard none of are struck through.
+    heard_t1 = first(timeline, "heard", turn_id="t1")["text"]
+    unheard = [
+        r["text"]
+        for r in timeline
+        if r["event"] == "say" and r["turn_id"] == "t1" and r["text"].split()[0] not in heard_t1
+    ]
+    assert struck == unheard
+    # The call is over: nothing on the lanes still grows.
+    assert open_bars == []
     # The page's query string became the call's metadata.
     assert first(timeline, "call_started")["metadata"] == {"tenant": "acme", "lang": "en"}
     # The page's records are the gateway's own timeline, published as it happened.

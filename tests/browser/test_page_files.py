@@ -22,6 +22,7 @@ PAGE_FILES = {
     "capture-worklet.js": "text/javascript",
     "playback-worklet.js": "text/javascript",
     "style.css": "text/css",
+    "calls.js": "text/javascript",
 }
 
 
@@ -56,7 +57,7 @@ async def test_the_page_is_off_with_the_browser_route() -> None:
 
 
 def test_every_page_module_is_listed_and_loads_nothing_from_elsewhere() -> None:
-    on_disk = {path.name for path in STATIC_DIR.iterdir()} - {"index.html"}
+    on_disk = {path.name for path in STATIC_DIR.iterdir()} - {"index.html", "calls.html"}
     assert on_disk == set(PAGE_FILES)
     for name in on_disk:
         text = (STATIC_DIR / name).read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -12,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from voicegate.audio.wav import read_wav
+from voicegate.callers.driver import drive
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.callers.twilio import TwilioCaller
+from voicegate.clock.virtual import virtual_loop
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
@@ -68,6 +72,11 @@ class CallWorld:
     store: SqliteMemoryStore
     url: str
     gateway: Gateway
+    unix_path: str | None = None  # on virtual time the gateway listens on a Unix socket
+
+    async def call(self, caller: TwilioCaller, *, speed: float, max_ms: int) -> int | None:
+        """Drive ``caller`` through one call to this gateway; the close code."""
+        return await drive(self.url, caller, speed=speed, max_ms=max_ms, unix_path=self.unix_path)
 
     def tool_record(self) -> list[dict[str, Any]]:
         """What the project's tool wrote about itself."""
@@ -91,21 +100,27 @@ async def gateway_for(
     limits: Limits = FAST_REPLAY_LIMITS,
     options: GatewayOptions | None = None,
 ) -> AsyncIterator[CallWorld]:
-    """A real gateway on a free loopback port running ``project`` with a scripted model."""
+    """A real gateway on a free loopback port running ``project`` with a scripted model.
+
+    On a virtual-time loop (clock/virtual.py) the engine and its tools run inline on it and
+    the gateway listens on a Unix socket, as virtual-time replays run (docs/replay.md).
+    """
     copy = tmp_path / "project"
     shutil.copytree(project, copy)
     script = load_script(copy / conversation)
     store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
+    virtual = virtual_loop() is not None
     # Tools on their own loop thread, as `voicegate serve` runs them (issue 12).
-    tool_loops = ToolLoops()
+    tool_loops = None if virtual else ToolLoops()
     engine = ProjectEngine(
         load_project(copy), lambda call_id: ScriptedLLM(script), store, tool_loops=tool_loops
     )
     # The engine on its own dialogue plane, as `voicegate serve` runs it (issue 12).
-    plane = DialoguePlane()
-    plane.start()
+    plane = None if virtual else DialoguePlane()
+    if plane is not None:
+        plane.start()
     services = CallServices(
-        engine=ThreadedEngine(engine, plane),
+        engine=engine if plane is None else ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),
         tts=tts or ToneTextToSpeech(16000, ms_per_char=40),
         media=media or MediaFactory(),
@@ -116,11 +131,16 @@ async def gateway_for(
         port=0, twilio=TwilioOptions(parameters={}), browser=BrowserOptions()
     )
     options = replace(options, limits=limits)
-    async with Gateway(runner, options) as gateway:
-        url = "ws" + gateway.base_url.removeprefix("http") + "/twilio"
-        yield CallWorld(copy, runner, engine, store, url, gateway)
-    plane.stop()
-    tool_loops.close()
+    with tempfile.TemporaryDirectory(prefix="vg-") as folder:  # short: a socket path's limit
+        unix_path = str(Path(folder) / "gateway.sock") if virtual else None
+        async with Gateway(runner, options, unix_path=unix_path) as gateway:
+            base = "http://localhost" if unix_path else gateway.base_url
+            url = "ws" + base.removeprefix("http") + "/twilio"
+            yield CallWorld(copy, runner, engine, store, url, gateway, unix_path)
+    if plane is not None:
+        plane.stop()
+    if tool_loops is not None:
+        tool_loops.close()
     store.close()
 
 

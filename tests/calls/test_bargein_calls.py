@@ -2,6 +2,12 @@
 
 Design §4's cancellation contract, checked from the call timeline, the audio the caller
 heard, and the tool's own record (fixtures/projects/slow_bank).
+
+The calls run on virtual time at max speed (docs/replay.md), the engine and the tool inline:
+slow_bank's tool awaits its backend for 1.5 s of media (from about 2.1 s to 3.6 s), so the
+caller's "please try again" at 2.6 s comes while it awaits. (On the wall clock at speed 2 the
+tool lasted 3 s of media and the cue was at 3.4 s.) The threaded planes have their own tests
+(test_blocking_tool.py).
 """
 
 from __future__ import annotations
@@ -13,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from tests.calls.call_kit import CallWorld, cue, gateway_for, script_of
-from voicegate.callers.driver import drive
 from voicegate.callers.twilio import FRAME_BYTES, FRAME_MS, TwilioCaller
+from voicegate.clock.virtual import run_virtual
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 
 BALANCE = "synth/festival/balance_8k.wav"
@@ -44,11 +50,15 @@ def bot_audio_between(caller: TwilioCaller, start_ms: int, end_ms: int) -> bool:
     return bool((window != 0xFF).any())
 
 
-async def test_speech_while_a_tool_awaits_in_silence_cancels_it(tmp_path: Path) -> None:
+def test_speech_while_a_tool_awaits_in_silence_cancels_it(tmp_path: Path) -> None:
+    run_virtual(_speech_while_a_tool_awaits_in_silence_cancels_it(tmp_path))
+
+
+async def _speech_while_a_tool_awaits_in_silence_cancels_it(tmp_path: Path) -> None:
     transcripts = ["check my balance", "please try again"]
     async with gateway_for(tmp_path, transcripts, conversation="conversation_silent.yml") as world:
-        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), cue(INTERRUPTION, at_ms=3400)))
-        assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), cue(INTERRUPTION, at_ms=2600)))
+        assert await world.call(caller, speed=1.0, max_ms=30_000) == 1000
     timeline = records(world)
     interruption = first(timeline, "interruption")
     flush = first(timeline, "flush_sent")
@@ -82,11 +92,15 @@ async def test_speech_while_a_tool_awaits_in_silence_cancels_it(tmp_path: Path) 
     assert heard["t2"]["text"] == "Found it. Your balance is 42 dollars."
 
 
-async def test_speech_while_the_bot_speaks_keeps_only_what_was_heard(tmp_path: Path) -> None:
+def test_speech_while_the_bot_speaks_keeps_only_what_was_heard(tmp_path: Path) -> None:
+    run_virtual(_speech_while_the_bot_speaks_keeps_only_what_was_heard(tmp_path))
+
+
+async def _speech_while_the_bot_speaks_keeps_only_what_was_heard(tmp_path: Path) -> None:
     transcripts = ["check my balance", "please try again"]
     async with gateway_for(tmp_path, transcripts) as world:
-        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), cue(INTERRUPTION, at_ms=3400)))
-        assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), cue(INTERRUPTION, at_ms=2600)))
+        assert await world.call(caller, speed=1.0, max_ms=30_000) == 1000
     timeline = records(world)
     flush = first(timeline, "flush_sent")
     second_turn = first(timeline, "turn_started", turn_id="t2")
@@ -110,10 +124,14 @@ async def test_speech_while_the_bot_speaks_keeps_only_what_was_heard(tmp_path: P
     ]
 
 
-async def test_noise_during_bot_speech_does_not_interrupt(tmp_path: Path) -> None:
+def test_noise_during_bot_speech_does_not_interrupt(tmp_path: Path) -> None:
+    run_virtual(_noise_during_bot_speech_does_not_interrupt(tmp_path))
+
+
+async def _noise_during_bot_speech_does_not_interrupt(tmp_path: Path) -> None:
     async with gateway_for(tmp_path, ["check my balance"]) as world:
         caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), cue(NOISE, at_ms=2800)))
-        assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
+        assert await world.call(caller, speed=1.0, max_ms=30_000) == 1000
     timeline = records(world)
     events = [r["event"] for r in timeline]
     assert "interruption" not in events

@@ -63,13 +63,20 @@ SECOND_NODE = {
 
 @contextlib.asynccontextmanager
 async def node(
-    project: Path, url: str, transcripts: list[str], turns: dict[str, Any], *, leases: bool = False
+    project: Path,
+    url: str,
+    transcripts: list[str],
+    turns: dict[str, Any],
+    *,
+    leases: bool = False,
+    timeout_s: float = 0.5,
 ) -> AsyncIterator[tuple[str, SessionRunner]]:
     """A gateway on a free port whose engine keeps memory and call state in Redis.
 
     With ``leases``, the node also takes each call's lease in the shared call registry.
+    ``timeout_s`` bounds each Redis command (the registry's health answer is never reused).
     """
-    store = RedisStore(url, RedisOptions("voicegate:slow_bank"))
+    store = RedisStore(url, RedisOptions("voicegate:slow_bank", timeout_s=timeout_s, retries=1))
     script = parse_script(turns, "<test>")
     tool_loops = ToolLoops()
     engine = ProjectEngine(
@@ -81,7 +88,9 @@ async def node(
     )
     plane = DialoguePlane()
     plane.start()
-    registry = RedisCallRegistry(url, RegistryOptions("voicegate:slow_bank:calls", 10))
+    registry = RedisCallRegistry(
+        url, RegistryOptions("voicegate:slow_bank:calls", 10, timeout_s=timeout_s, health_s=0.0)
+    )
     services = CallServices(
         engine=ThreadedEngine(engine, plane),
         stt=ScriptedSpeechToText(transcripts),

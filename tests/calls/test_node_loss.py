@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.calls.call_kit import SLOW_BANK, cue, script_of
+from tests.calls.test_redis_outage import start_refusal
 from tests.redis_kit import RedisServer, redis_server  # noqa: F401 - the fixture
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
@@ -147,6 +148,13 @@ async def test_a_sigkilled_node_s_call_resumes_on_the_other_node(
         caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=60_000), call_sid=CALL_SID)
         call = asyncio.create_task(drive(url_a, caller, speed=1.0, max_ms=70_000))
         await until_started(project)
+        # The same CallSid on the other node while it is live here: refused with a reason,
+        # and the first call goes on.
+        code, reason = await start_refusal(url_b, CALL_SID)
+        assert code == 1013
+        assert str(reason).startswith(f"call {CALL_SID} is live on node ")
+        assert not call.done()
+        assert tool_record(project) == ["started"]  # its tool still awaits, untouched
         node_a.send_signal(signal.SIGKILL)  # the node is lost while its tool awaits
         with contextlib.suppress(Exception):
             await call

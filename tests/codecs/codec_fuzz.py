@@ -71,6 +71,20 @@ KNOWN_KEYS = [
     "content-type",
     "uuid",
     "action",
+    # Exotel (providers.md §b.6)
+    "stream_sid",
+    "call_sid",
+    "bit_rate",
+    # Jambonz (providers.md §b.9)
+    "sampleRate",
+    "mixType",
+    # Genesys AudioHook (providers.md §b.7)
+    "seq",
+    "serverseq",
+    "parameters",
+    "conversationId",
+    "participant",
+    "entities",
 ]
 Path = tuple[str | int, ...]
 

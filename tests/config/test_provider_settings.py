@@ -1,4 +1,4 @@
-"""Provider settings (telnyx, plivo, vonage): keys, checks, secrets, options."""
+"""Provider settings after Twilio: keys, checks, secrets, options."""
 
 from __future__ import annotations
 
@@ -95,3 +95,49 @@ def test_vonage_settings_become_options_with_the_resolved_secret() -> None:
     assert vonage.content_type == "audio/l16;rate=8000"
     with pytest.raises(ConfigError, match=r"providers\.vonage: vonage content_type must be"):
         parse_settings("providers:\n  vonage:\n    content_type: audio/pcmu\n")
+
+
+def test_exotel_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  exotel:\n    username: bot\n    password_env: EXOTEL_PW\n"
+        "    sample_rate: 16000\n    parameters: {tenant: acme}\n"
+    )
+    assert settings.secret_env_names() == {"providers.exotel.password_env": "EXOTEL_PW"}
+    exotel = settings.gateway_options(secrets={"providers.exotel.password_env": "pw"}).exotel
+    assert exotel is not None
+    assert (exotel.username, exotel.password, exotel.sample_rate) == ("bot", "pw", 16000)
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  exotel:\n    username: bot\n")
+    with pytest.raises(ConfigError, match="sample_rate must be one of"):
+        parse_settings("providers:\n  exotel:\n    sample_rate: 44100\n")
+
+
+def test_jambonz_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  jambonz:\n    username: bot\n    password_env: JB_PW\n"
+        "    sample_rate: 16000\n"
+    )
+    assert settings.secret_env_names() == {"providers.jambonz.password_env": "JB_PW"}
+    jambonz = settings.gateway_options(secrets={"providers.jambonz.password_env": "pw"}).jambonz
+    assert jambonz is not None
+    assert (jambonz.username, jambonz.password, jambonz.sample_rate) == ("bot", "pw", 16000)
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  jambonz:\n    password_env: JB_PW\n")
+    with pytest.raises(ConfigError, match="sample_rate must be one of"):
+        parse_settings("providers:\n  jambonz:\n    sample_rate: 64000\n")
+
+
+def test_genesys_settings_become_options_with_the_resolved_secrets() -> None:
+    settings = parse_settings(
+        "providers:\n  genesys:\n    api_key_env: GC_KEY\n    client_secret_env: GC_SECRET\n"
+    )
+    assert settings.secret_env_names() == {
+        "providers.genesys.api_key_env": "GC_KEY",
+        "providers.genesys.client_secret_env": "GC_SECRET",
+    }
+    secrets = {"providers.genesys.api_key_env": "k", "providers.genesys.client_secret_env": "c2"}
+    genesys = settings.gateway_options(secrets=secrets).genesys
+    assert genesys is not None
+    assert (genesys.api_key, genesys.client_secret) == ("k", "c2")
+    with pytest.raises(ConfigError, match="needs api_key_env"):
+        parse_settings("providers:\n  genesys:\n    client_secret_env: GC_SECRET\n")

@@ -189,3 +189,21 @@ def test_ctrl_c_during_a_turn_cancels_it_like_a_barge_in(tmp_path: Path) -> None
 )
 def test_input_lines(line: str, expected: object) -> None:
     assert parse_input(line) == expected
+
+
+def test_ending_the_call_ends_the_chat(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The demo's goodbye response carries end_call (config/agent/responses.yml): the chat
+    # stops there and never reads the lines after it.
+    demo = ROOT / "config" / "agent"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("thank you goodbye\nare you still there?\n"))
+    code = main(["chat", str(demo), "--llm=rules", "--memory=memory"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines() == [
+        "bot: Thank you for calling Example Bank.",
+        "bot: Goodbye!",
+        "  [call ended]",
+        '  [turn_ended] reason="completed"',
+    ]

@@ -83,13 +83,48 @@ def test_a_stale_epoch_cannot_write(store: RedisStore) -> None:
 def test_a_write_to_a_stopped_server_fails_with_a_store_error(
     store: RedisStore,
     redis_server: RedisServer,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     store.save("conv", "project", "visits", "1")
     redis_server.stop()
     with pytest.raises(StoreError, match="Redis write failed"):
         store.save("conv", "project", "visits", "2")
+    assert "Redis write failed (" in caplog.text  # each retry is logged
+    assert "attempt 3 in" in caplog.text  # retries=2 (the default)
     with pytest.raises(StoreError, match="Redis claim failed"):
         store.claim("CA1")
+
+
+def test_a_write_to_a_frozen_server_fails_within_its_bound(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    store = RedisStore(redis_server.url, RedisOptions("voicegate:bank", timeout_s=0.1))
+    store.save("conv", "project", "visits", "1")
+    redis_server.pause()
+    try:
+        with pytest.raises(StoreError, match="Redis write failed: Timeout"):
+            store.save("conv", "project", "visits", "2")
+    finally:
+        redis_server.resume()
+    store.save("conv", "project", "visits", "3")
+    assert store.load("conv") == {("project", "visits"): "3"}
+    store.close()
+
+
+def test_a_call_hash_lost_with_its_server_is_written_again(
+    store: RedisStore,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    store.claim("CA1")
+    store.claim("CA1")
+    redis_server.stop()
+    redis_server.start()  # empty: tests run Redis without persistence
+    store.save_state("CA1", 2, "after the restart")
+    store.save_memory("CA1", 2, "CA1", "project", "visits", "3")
+    assert store.claim("CA1") == (3, "after the restart")
+    with pytest.raises(StaleCallError):
+        store.save_memory("CA1", 2, "CA1", "project", "visits", "4")
+    assert store.load("CA1") == {("project", "visits"): "3"}
 
 
 def test_a_bad_url_is_a_store_error() -> None:

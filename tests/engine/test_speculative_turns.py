@@ -15,7 +15,8 @@ from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.schema import FieldRef
 from voicegate.engine.memory.store import InMemoryStore
-from voicegate.engine.seam import Say, ToolStarted, Transcript, TurnEnded, TurnEvent
+from voicegate.engine.seam import CallInfo, Say, ToolStarted, Transcript, TurnEnded, TurnEvent
+from voicegate.engine.simple import Conversation, FunctionEngine
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.decorator import Tool, tool
 from voicegate.engine.tools.result import ToolResult
@@ -118,3 +119,25 @@ async def test_a_tool_marked_run_early_runs_before_the_confirmation() -> None:
     await asyncio.gather(task, return_exceptions=True)
     history = engine.session("c1").history.snapshot()
     assert not [e for e in history if isinstance(e, UserUttered | ToolExecuted)]
+
+
+async def test_a_function_engine_runs_a_speculative_reply_only_once_confirmed() -> None:
+    replied: list[str] = []
+
+    async def reply(text: str, conversation: Conversation) -> str:
+        replied.append(text)
+        return f"you said {text}"
+
+    engine = FunctionEngine(reply)
+    await engine.open(CallInfo("c1"))
+    overridden = engine.turn("c1", Transcript("check my", speculative=True))
+    await overridden.aclose()  # the caller went on: cancelled before it was confirmed
+    confirmed = engine.turn("c1", Transcript("check my balance", speculative=True))
+    await engine.confirm("c1", confirmed.turn_id)
+    async with confirmed as stream:
+        events = [event async for event in stream]
+    assert replied == ["check my balance"]
+    assert events[0] == Say("t1", "you said check my balance", "model")
+    conversation = engine.conversation("c1")
+    assert conversation is not None
+    assert conversation.history == [("caller", "check my balance")]

@@ -2,7 +2,7 @@
 
 from voicegate.codecs import ClearAudio, PlayAudio, SetMark
 from voicegate.gateway.ledger import TurnHeard
-from voicegate.gateway.playout import Playout, QueuedSegment
+from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
 
 ULAW_BYTES_PER_MS = 8
 
@@ -105,3 +105,41 @@ def test_the_chunk_never_exceeds_half_the_send_ahead() -> None:
     playout.enqueue(segment("short budget", 400))
     commands, _ = playout.release(now_ms=0)
     assert [len(c.payload) for c in commands if isinstance(c, PlayAudio)] == [160, 160]
+
+
+def test_without_acknowledgements_marks_fall_due_on_the_playout_clock() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100, estimate_acks=True)
+    playout.enqueue(segment("one", 100))
+    playout.enqueue(segment("two", 100))
+    sent = []
+    due: dict[int, list[str]] = {}
+    for now in range(0, 400, 20):
+        due[now] = playout.due_marks(now)
+        commands, _ = playout.release(now_ms=now)
+        sent += [c.name for c in commands if isinstance(c, SetMark)]
+    # Each mark is due once the audio sent before it has had time to play: 100 ms, 200 ms.
+    assert [now for now, names in due.items() if names] == [100, 200]
+    assert [name for names in due.values() for name in names] == sent
+    # A cut settles the flight itself: nothing falls due for audio the provider dropped.
+    playout.enqueue(segment("three", 300))
+    playout.release(now_ms=400)
+    playout.cut(now_ms=420)
+    assert playout.due_marks(2000) == []
+
+
+def test_acknowledged_providers_never_get_estimated_marks() -> None:
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=1000)
+    playout.enqueue(segment("one", 100))
+    playout.release(now_ms=0)
+    assert playout.due_marks(10_000) == []
+
+
+def test_a_provider_wanting_big_chunks_gets_them_with_two_in_flight() -> None:
+    # Exotel's 3.2 kB minimum: 200 ms at 8 kHz PCM16, 100 ms at 16 kHz, 80 ms at 24 kHz.
+    pace = {rate: (rate // 1000 * 2) for rate in (8000, 16000, 24000)}
+    lifted = {
+        rate: provider_pace(40, 100, frame_ms=20, min_bytes=3200, bytes_per_ms=per_ms)
+        for rate, per_ms in pace.items()
+    }
+    assert lifted == {8000: (200, 400), 16000: (100, 200), 24000: (80, 160)}
+    assert provider_pace(40, 100, frame_ms=20, min_bytes=1, bytes_per_ms=8) == (40, 100)

@@ -101,3 +101,49 @@ async def test_a_stopped_redis_refuses_new_calls_with_the_reason(
     assert refused.reason.startswith("call registry unavailable")
     assert a.refusal() == refused  # what /readyz reports
     await a.release("CA1")  # does not raise: the lease lapses by itself
+
+
+async def test_check_pings_at_most_once_per_health_period(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    options = RegistryOptions("voicegate:bank", 2, timeout_s=0.2, node_id="n", health_s=3600.0)
+    registry = RedisCallRegistry(redis_server.url, options)
+    assert await registry.check() is None
+    redis_server.stop()
+    assert await registry.check() is None  # the answer of a moment ago: no new PING
+    refused = await registry.acquire("CA1")  # a command that fails updates it at once
+    assert refused is not None
+    assert await registry.check() == refused
+    await registry.aclose()
+
+
+async def test_a_restarted_empty_redis_gets_the_nodes_leases_back(
+    nodes: tuple[RedisCallRegistry, RedisCallRegistry],
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    a, b = nodes
+    assert await a.acquire("CA1") is None
+    redis_server.stop()
+    redis_server.start()  # without its data: no lease is held any more
+    assert await a.renew() == 1  # a's running call takes its lease back
+    assert await b.acquire("CA1") == Refusal(
+        CLOSE_TRY_AGAIN_LATER, "call CA1 is live on node node-a"
+    )
+
+
+async def test_a_frozen_redis_refuses_new_calls_within_the_timeout(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    options = RegistryOptions("voicegate:bank", 2, timeout_s=0.2, node_id="n", health_s=0.0)
+    registry = RedisCallRegistry(redis_server.url, options)
+    assert await registry.check() is None
+    redis_server.pause()  # a Redis too slow to answer: nothing waits past the bound
+    try:
+        refused = await registry.check()
+        assert refused is not None
+        assert refused.reason.startswith("call registry unavailable: ")
+        assert await registry.acquire("CA1") == refused
+    finally:
+        redis_server.resume()
+    assert await registry.check() is None
+    await registry.aclose()

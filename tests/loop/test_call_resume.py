@@ -23,7 +23,7 @@ from voicegate.engine.history import ToolExecuted, UserUttered
 from voicegate.engine.llm.script import parse_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
-from voicegate.engine.loop.persistence import CallStateStore, ResumeOptions
+from voicegate.engine.loop.persistence import CallStateStore, ResumeOptions, claim
 from voicegate.engine.memory.redis_store import RedisOptions, RedisStore
 from voicegate.engine.memory.schema import FieldRef
 from voicegate.engine.memory.sqlite_calls import SqliteCallStates
@@ -165,6 +165,40 @@ async def test_a_stale_node_cannot_write_over_the_new_nodes_state(
     history = third.session(CALL).history.snapshot()
     assert [e.text for e in history if isinstance(e, UserUttered)] == ["look it up", "hello?"]
     assert "stale words" not in str(history)
+
+
+def test_a_stale_epoch_cannot_write_over_the_new_nodes_memory(node_stores: Node) -> None:
+    memory_a, calls_a = node_stores()
+    memory_b, calls_b = node_stores()
+    first = claim(calls_a, CALL)  # epoch 1
+    first.memory(memory_a).save(CALL, "lookup", "attempts", "1")
+    second = claim(calls_b, CALL)  # epoch 2: the call was taken over
+    assert (first.epoch, second.epoch) == (1, 2)
+    second.memory(memory_b).save(CALL, "lookup", "attempts", "2")
+    with pytest.raises(StaleCallError):
+        first.memory(memory_a).save(CALL, "lookup", "attempts", "99")
+    with pytest.raises(StaleCallError):
+        first.memory(memory_a).save(CALL, "lookup", "marked", "true")  # a new field too
+    assert memory_a.load(CALL) == {("lookup", "attempts"): "2"}
+    assert memory_b.load(CALL) == {("lookup", "attempts"): "2"}
+
+
+async def test_a_stale_nodes_turn_ends_at_its_first_memory_write(
+    tmp_path: Path, node_stores: Node
+) -> None:
+    project = write_project(tmp_path / "project", PROJECT)
+    first = engine_on(project, node_stores, [activate("lookup")])
+    await first.open(CallInfo(CALL))
+    second = engine_on(project, node_stores, [])
+    await second.open(CallInfo(CALL))  # takes the call over
+    # The first node does not know yet: its turn's first write (the step's set_memory) is
+    # refused, the error ends the turn (and the gateway ends the call with it).
+    with pytest.raises(StaleCallError):
+        await run(first, "look it up")
+    third = engine_on(project, node_stores, [])
+    await third.open(CallInfo(CALL))
+    assert third.session(CALL).memory.value(FieldRef("lookup", "marked")) is None
+    assert third.session(CALL).dialogue.stack == []  # nor its state
 
 
 async def test_a_new_call_id_starts_fresh(tmp_path: Path, node_stores: Node) -> None:

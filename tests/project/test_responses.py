@@ -118,6 +118,25 @@ def test_placeholders_resolve_skill_first_then_project(tmp_path: Path) -> None:
             "",
             "mantle.validation.response.invalid",
         ),
+        # Hang-up and transfer metadata (docs/contract-decisions.md): a flag, a destination.
+        ("  utter_a:\n    - text: Bye.\n      metadata: {end_call: true}\n", "", None),
+        ("  utter_a:\n    - text: Hold.\n      metadata: {transfer_to: '+15550100'}\n", "", None),
+        (
+            "  utter_a:\n    - text: Bye.\n      metadata: {end_call: 'yes'}\n",
+            "",
+            "mantle.validation.response.invalid",
+        ),
+        (
+            "  utter_a:\n    - text: Hold.\n      metadata: {transfer_to: ' '}\n",
+            "",
+            "mantle.validation.response.invalid",
+        ),
+        (
+            "  utter_a:\n    - text: Hi.\n"
+            "      metadata: {end_call: true, transfer_to: '+15550100'}\n",
+            "",
+            "mantle.validation.response.invalid",
+        ),
         (
             "  utter_a:\n    - text: Hi.\n      buttons: []\n",
             "",

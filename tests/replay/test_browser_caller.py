@@ -157,3 +157,20 @@ def test_with_quiet_ms_it_hangs_up_only_after_the_bot_answered_and_went_quiet() 
         ticks += 1
     assert ticks == 100 // 20 - 1  # quiet for 100 ms since the drain
     assert browser.finished(60_000)
+
+
+def event(**record: object) -> str:
+    return json.dumps({"type": "event", **record})
+
+
+def test_the_gateways_timeline_events_are_kept_and_checked() -> None:
+    browser = caller(8000)
+    browser.receive(STARTED)
+    heard = {"t_ms": 900, "event": "heard", "turn_id": "t1", "text": "Hi.", "interrupted": False}
+    assert browser.receive(event(**heard)) == []
+    browser.receive(event(t_ms=950, event="something_new", extra=[1, 2]))  # unknown: kept
+    assert browser.timeline == [heard, {"t_ms": 950, "event": "something_new", "extra": [1, 2]}]
+    with pytest.raises(RemoteProtocolError, match="'t_ms' must be an integer"):
+        browser.receive(event(t_ms="soon", event="say"))
+    with pytest.raises(RemoteProtocolError, match="'heard': 'text' must be str"):
+        browser.receive(event(t_ms=1000, event="heard", turn_id="t2", interrupted=True))

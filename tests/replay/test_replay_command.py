@@ -34,7 +34,7 @@ from voicegate.config import ServerSettings
 from voicegate.gateway.lifecycle import Gateway
 
 DEMO_ANSWER = "Your balance is 1250.75 dollars. Anything else?"
-FAST = ["--speed", "8", "--tail-ms", "2000"]
+FAST = ["--speed", "max", "--tail-ms", "2000"]  # virtual time: the same call at any speed
 
 
 @pytest.fixture(autouse=True)
@@ -78,11 +78,19 @@ def test_a_16khz_wav_replays_as_a_twilio_caller(
 ) -> None:
     source = AUDIO / "synth" / "festival" / "balance_16k.wav"
     assert load_recording(source).sample_rate == 16000
-    assert replay(str(source), "--provider", "twilio", "--out", str(tmp_path), *FAST) == 0
+    report = ["--report", str(tmp_path / "call.html")]
+    argv = [str(source), "--provider", "twilio", "--out", str(tmp_path), *FAST, *report]
+    assert replay(*argv) == 0
     timeline = check_demo_call(tmp_path, 8000)
-    assert timeline[0]["call_id"] == "CA00000000000000000000000000000042"
+    call_id = timeline[0]["call_id"]  # fresh for every replay, so replays never collide
+    assert call_id.startswith("CA")
+    assert len(call_id) == 34
     printed = capsys.readouterr().out
+    assert call_id in printed
     assert "turns: 1   interruptions: 0" in printed
+    assert " ms: 'check my balance'" in printed  # the recogniser's final transcript
+    assert f"wrote {tmp_path / 'call.html'}" in printed
+    assert "Your balance is 1250.75 dollars." in (tmp_path / "call.html").read_text("utf-8")
     assert DEMO_ANSWER in printed
     assert str(tmp_path / "call.wav") in printed
     caller_side = events(read_jsonl(tmp_path / "caller.jsonl"))
@@ -133,6 +141,8 @@ def test_a_bad_input_is_refused_with_its_reason(
     assert "no such file" in capsys.readouterr().err
     assert replay(str(text), "--speed", "0") == 1
     assert "--speed" in capsys.readouterr().err
+    assert replay(str(text), "--report", str(tmp_path / "report.pdf")) == 1
+    assert "only .html or .png files" in capsys.readouterr().err
     wav = str(AUDIO / "synth" / "festival" / "yes_8k.wav")
     assert replay(wav, "--url", "http://127.0.0.1:1") == 1
     assert "is not a ws:// or wss:// URL" in capsys.readouterr().err
@@ -178,7 +188,7 @@ def test_the_shipped_defaults_answer_a_recorded_caller_with_real_speech(tmp_path
     """config/voicegate.yml as shipped: Whisper hears the caller, espeak-ng speaks the answer."""
     source = AUDIO / "synth" / "festival" / "balance_16k.wav"
     out = tmp_path / "out"
-    argv = [str(source), "--provider", "twilio", "--out", str(out), "--speed", "2"]
+    argv = [str(source), "--provider", "twilio", "--out", str(out), "--speed", "max"]
     assert main(["replay", *argv, "--tail-ms", "3000"]) == 0
     wav = read_call_wav(out / "call.wav")
     assert loud_ms(wav.bot, 8000) > 2000  # spoken answers, not a tone: espeak's speech

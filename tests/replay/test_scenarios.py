@@ -1,61 +1,40 @@
 """Every scenario in fixtures/calls runs in process and meets its expectations.
 
-Each runs once at speed 4 (shared by the tests below); one also runs at speed 1 to show the
-events do not depend on the replay speed. Only what runs on media time is the same at every
-speed, and two things do not:
-
-- the slow_bank tool sleeps 1.5 s on the wall clock, 6 s of media at speed 4 instead of 1.5 s:
-  bot audio then stops while the tool waits where at speed 1 it plays on, which adds and moves
-  playout events (``bot_speaking``, ``bot_quiet``, ``mark_played``);
-- any wall-clock delay (synthesis, scheduling, the loopback socket) lasts 4 times as much
-  media at speed 4. A 30 ms hiccup is 120 ms of media, enough for a barge-in to cut the bot
-  one word earlier or later, so the exact words heard of an interrupted turn may differ.
-
-- interim transcripts reach the timeline through the session's transcript-reader task: when
-  the gateway's loop is busy it works through several inbound frames before that task runs,
-  so they can land after the ``speech_ended`` of their utterance.
-
-So the comparison leaves out the playout events and the interim transcripts and compares
-every other event, in order, by name and turn id; of what was heard, the words of completed
-turns, and the interrupted turn's start (the segment whose mark came back before the barge-in).
+Each runs once on virtual time at ``--speed max`` (docs/replay.md, "Virtual time"), shared by
+the tests below; one also runs at virtual speed 4, paced against the wall clock, to show that
+the timeline does not depend on the replay speed: every record, ``t_ms`` included, is the
+same, because the caller, the gateway, the engine and slow_bank's 1.5 s tool all run on the
+one virtual clock (issue 19). Before virtual time these replays ran on the wall clock and only
+the order of the events could be compared.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import math
 from typing import Any
 
 import pytest
 
 from tests.replay.replay_kit import CALLS
 from voicegate.callers.scenario import load_scenario, scenario_paths
-from voicegate.cli.replaying import ScenarioRun, replay_scenario
+from voicegate.cli.replaying import ScenarioRun, run_scenario
 
 SCENARIOS = {path.stem: path for path in scenario_paths(CALLS)}
-SLOW = "bargein_while_speaking"  # the scenario also played at speed 1
-PLAYOUT_EVENTS = {"bot_speaking", "bot_quiet", "mark_played"}
+SLOW = "bargein_while_speaking"  # the scenario also played at speed 4
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioRun]:
-    """Every scenario at speed 4, one after the other, and ``SLOW`` at speed 1 meanwhile.
+    """Every scenario at virtual speed max, and ``SLOW`` again at virtual speed 4."""
 
-    At most two calls share the event loop: the one at speed 1 is light, and a loop kept busy
-    by many fast calls stretches their wall-clock delays into media time (module docstring).
-    """
+    def play(name: str, speed: float) -> ScenarioRun:
+        workdir = tmp_path_factory.mktemp("run")
+        return run_scenario(SCENARIOS[name], speed=speed, workdir=workdir, virtual=True)
 
-    async def play(name: str, speed: float) -> ScenarioRun:
-        scenario = load_scenario(SCENARIOS[name])
-        return await replay_scenario(scenario, tmp_path_factory.mktemp("run"), speed=speed)
-
-    async def play_all() -> dict[str, ScenarioRun]:
-        slow = asyncio.create_task(play(SLOW, 1.0))
-        played = {name: await play(name, 4.0) for name in SCENARIOS}
-        played[f"{SLOW}@1"] = await slow
-        return played
-
-    return asyncio.run(play_all())
+    played = {name: play(name, math.inf) for name in SCENARIOS}
+    played[f"{SLOW}@4"] = play(SLOW, 4.0)
+    return played
 
 
 def tool_record(run: ScenarioRun) -> list[tuple[str, int]]:
@@ -65,13 +44,9 @@ def tool_record(run: ScenarioRun) -> list[tuple[str, int]]:
     return [(fact["event"], fact["attempt"]) for fact in map(json.loads, lines)]
 
 
-def deterministic(records: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """The events whose order does not depend on the wall clock, with their turn ids."""
-    return [
-        (r["event"], r.get("turn_id"))
-        for r in records
-        if r["event"] not in PLAYOUT_EVENTS and r.get("final") is not False
-    ]
+def timeline(run: ScenarioRun) -> list[dict[str, Any]]:
+    """The gateway's records without the call id, which is fresh for every run."""
+    return [{k: v for k, v in r.items() if k != "call_id"} for r in run.records]
 
 
 def heard(run: ScenarioRun) -> list[tuple[str, str, bool]]:
@@ -148,16 +123,15 @@ def test_a_broken_expectation_is_reported(runs: dict[str, ScenarioRun]) -> None:
     assert "tool_cancelled: expected ['check_balance'], got []" in problems
 
 
-def test_the_same_events_at_speed_1_and_speed_4(runs: dict[str, ScenarioRun]) -> None:
-    fast, slow = runs[SLOW], runs[f"{SLOW}@1"]
-    assert (fast.speed, slow.speed) == (4, 1)
-    assert slow.unmet() == []
-    assert deterministic(slow.records) == deterministic(fast.records)
-    assert len(deterministic(slow.records)) >= 25  # two turns, a barge-in, a re-run tool
-    (t1_slow, t2_slow), (t1_fast, t2_fast) = heard(slow), heard(fast)
-    assert t2_slow == t2_fast
-    assert t1_slow[2]  # interrupted, at both speeds
-    assert t1_fast[2]
-    assert t1_slow[1].startswith("Sure.")  # its mark came back before the barge-in
-    assert t1_fast[1].startswith("Sure.")
-    assert len(slow.caller.clears) == len(fast.caller.clears) == 1
+def test_the_same_timeline_at_virtual_speed_4_and_max(runs: dict[str, ScenarioRun]) -> None:
+    fast, paced = runs[SLOW], runs[f"{SLOW}@4"]
+    assert (fast.speed, paced.speed) == (math.inf, 4)
+    assert paced.unmet() == []
+    assert timeline(paced) == timeline(fast)
+    assert len(timeline(fast)) >= 40  # two turns, a barge-in, a re-run tool, playout
+    (t1, t2) = heard(fast)
+    assert t1[2]  # interrupted
+    assert t1[1].startswith("Sure.")  # its mark came back before the barge-in
+    assert not t2[2]
+    assert paced.caller.tracks()[1].tolist() == fast.caller.tracks()[1].tolist()
+    assert len(paced.caller.clears) == len(fast.caller.clears) == 1

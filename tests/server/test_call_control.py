@@ -1,4 +1,8 @@
-"""Hang-up and transfer requests, checked by a local HTTP server standing in for each API."""
+"""Hang-up and transfer requests, checked by a local HTTP server standing in for each API.
+
+The server records method, path, Authorization and body (JSON or form); each test compares
+the whole record, so a wrong verb, path, credential or body fails.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,15 @@ from aiohttp import web
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from voicegate.codecs import CallStarted
 from voicegate.errors import ConfigError, RemoteProtocolError
 from voicegate.gateway import call_control as cc
+from voicegate.gateway.call_ending import (
+    CallControlCredentials,
+    CallControlSettings,
+    ProviderCallControl,
+)
+from voicegate.types import TELEPHONE_ULAW
 
 Seen = list[dict[str, Any]]
 
@@ -27,14 +38,16 @@ async def fake_api(status: int = 200) -> AsyncIterator[tuple[str, Seen]]:
 
     async def record(request: web.Request) -> web.Response:
         body = await request.text()
-        seen.append(
-            {
-                "method": request.method,
-                "path": request.path,
-                "authorization": request.headers.get("Authorization"),
-                "body": json.loads(body) if body else None,
-            }
-        )
+        form = request.content_type == "application/x-www-form-urlencoded"
+        entry = {
+            "method": request.method,
+            "path": request.path,
+            "authorization": request.headers.get("Authorization"),
+            "body": json.loads(body) if body and not form else None,
+        }
+        if form:
+            entry["form"] = dict(await request.post())
+        seen.append(entry)
         return web.json_response({"detail": "nope"} if status >= 400 else {}, status=status)
 
     app = web.Application()
@@ -151,3 +164,91 @@ async def test_a_refused_request_says_what_the_provider_answered() -> None:
     async with fake_api(status=422) as (api, _):
         with pytest.raises(RemoteProtocolError, match="answered 422"):
             await send_all([cc.telnyx_hangup("KEY1", "v3:gone", api=api)])
+
+
+async def test_twilio_hangup_and_transfer_update_the_call_resource() -> None:
+    basic = "Basic " + base64.b64encode(b"AC1:tok").decode()
+    async with fake_api() as (api, seen):
+        await send_all(
+            [
+                cc.twilio_hangup("AC1", "tok", "CA9", api=api),
+                cc.twilio_transfer("AC1", "tok", "CA9", "+1555<0100>", api=api),
+                cc.twilio_transfer("AC1", "tok", "CA9", "sip:desk@example.com", api=api),
+            ]
+        )
+    path = "/Accounts/AC1/Calls/CA9.json"
+    assert seen == [
+        {**_form(path, basic), "form": {"Status": "completed"}},
+        {**_form(path, basic), "form": {"Twiml": _dial("+1555&lt;0100&gt;")}},
+        {**_form(path, basic), "form": {"Twiml": _dial("<Sip>sip:desk@example.com</Sip>")}},
+    ]
+
+
+def _form(path: str, authorization: str) -> dict[str, Any]:
+    return {"method": "POST", "path": path, "authorization": authorization, "body": None}
+
+
+def _dial(noun: str) -> str:
+    return f"<Response><Dial>{noun}</Dial></Response>"
+
+
+def _call(call_id: str, account_id: str | None = None) -> CallStarted:
+    return CallStarted("stream", call_id, TELEPHONE_ULAW, account_id=account_id)
+
+
+async def test_provider_call_control_picks_each_dialects_request() -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    async with fake_api() as (api, seen):
+        settings = CallControlSettings(
+            twilio_api=api,
+            telnyx_api=api,
+            plivo_api=api,
+            plivo_transfer_url="https://gw.example/dial",
+            vonage_api=api,
+            vonage_application_id="app-1",
+        )
+        control = ProviderCallControl(
+            settings,
+            CallControlCredentials(
+                twilio_auth_token="tok",
+                telnyx_api_key="KEY",
+                plivo_auth_id="MA1",
+                plivo_auth_token="ptok",
+                vonage_private_key=pem,
+            ),
+            now_s=lambda: 1_700_000_000.0,
+        )
+        assert await control.end("twilio", _call("CA1", "AC1"), "")
+        assert await control.end("telnyx", _call("v3:c"), "+15550100")
+        assert await control.end("plivo", _call("uuid-p"), "+15550100")
+        assert await control.end("vonage", _call("uuid-v"), "")
+        assert not await control.end("browser", _call("b"), "")
+        # No credentials, or no account SID in the start message: the socket ends the call.
+        bare = ProviderCallControl(settings, CallControlCredentials())
+        assert not await bare.end("telnyx", _call("v3:c"), "")
+        assert not await control.end("twilio", _call("CA1"), "")
+    assert [(r["method"], r["path"]) for r in seen] == [
+        ("POST", "/Accounts/AC1/Calls/CA1.json"),
+        ("POST", "/calls/v3:c/actions/transfer"),
+        ("POST", "/Account/MA1/Call/uuid-p/"),
+        ("PUT", "/calls/uuid-v"),
+    ]
+    assert seen[1]["authorization"] == "Bearer KEY"
+    assert seen[2]["body"]["aleg_url"] == "https://gw.example/dial?to=%2B15550100"
+    assert seen[3]["body"] == {"action": "hangup"}
+    assert seen[3]["authorization"].startswith("Bearer ey")
+
+
+async def test_an_unreachable_api_is_a_remote_protocol_error() -> None:
+    async with fake_api() as (api, _):
+        pass  # the server is gone: nothing listens on that port any more
+    control = ProviderCallControl(
+        CallControlSettings(telnyx_api=api, timeout_s=2), CallControlCredentials(telnyx_api_key="K")
+    )
+    with pytest.raises(RemoteProtocolError, match="/actions/hangup"):
+        await control.end("telnyx", _call("v3:c"), "")

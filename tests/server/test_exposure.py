@@ -9,6 +9,9 @@ import pytest
 from voicegate.config import Settings
 from voicegate.config.settings import (
     BrowserSettings,
+    ExotelSettings,
+    GenesysSettings,
+    JambonzSettings,
     PlivoSettings,
     ProvidersSettings,
     ServerSettings,
@@ -21,13 +24,16 @@ from voicegate.errors import ConfigError
 
 def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0.0") -> Settings:
     """Settings listening on ``host`` with these provider sections."""
-    # Telnyx, Plivo and Vonage are checked in tests/server/test_provider_exposure.py.
+    # The providers added after Twilio: tests/server/test_provider_exposure.py.
     providers = ProvidersSettings(
         twilio=twilio,
         browser=browser,
         telnyx=TelnyxSettings(enabled=False),
         plivo=PlivoSettings(enabled=False),
         vonage=VonageSettings(enabled=False),
+        exotel=ExotelSettings(enabled=False),
+        jambonz=JambonzSettings(enabled=False),
+        genesys=GenesysSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

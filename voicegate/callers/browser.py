@@ -5,7 +5,9 @@ captures, send every captured sample as binary PCM16 (20 ms per tick, silence in
 asks), play the bot's PCM16 at the rate ``started`` announced, acknowledge each ``mark`` once
 the audio before it has played, and on ``clear`` drop the buffered audio and acknowledge the
 pending marks (§6). Messages of types it does not know are ignored (§8). The ``callId`` the
-gateway announces in ``started`` is kept: it names the call's timeline.
+gateway announces in ``started`` is kept: it names the call's timeline. The gateway's timeline
+records (``event`` messages, §5) are kept too, so a replay against a gateway at a URL still
+knows what the gateway heard, said and why a turn failed (docs/replay.md).
 
 Pure and synchronous: a driver (``callers/driver.py``) moves the messages over a WebSocket.
 """
@@ -30,6 +32,19 @@ FRAME_MS = 20
 #: The capture rates ``start.sampleRate`` may declare (browser.md §2).
 SAMPLE_RATES = (8000, 16000, 24000, 48000)
 _PCM16_BYTES = 2
+#: The gateway's timeline records kept at most; a gateway bounds its own timeline far below
+#: this (limits.timeline_max_records), so only a broken or hostile one reaches it.
+MAX_TIMELINE_RECORDS = 100_000
+#: The fields of timeline records (docs/timeline.md) that the replay's summary and report rely
+#: on, with their types: a gateway sending them otherwise is refused, not trusted.
+_EVENT_FIELDS: dict[str, dict[str, type]] = {
+    "interruption": {"onset_ms": int},
+    "heard": {"turn_id": str, "text": str, "interrupted": bool},
+    "say": {"turn_id": str},
+    "turn_started": {"turn_id": str},
+    "turn_ended": {"turn_id": str},
+    "turn_cancelled": {"turn_id": str},
+}
 
 
 class BrowserCaller:
@@ -58,6 +73,7 @@ class BrowserCaller:
         self.now_ms = 0
         self.caller_track = bytearray()  # what the caller said, PCM16 at ``sample_rate``
         self.bot_track = bytearray()  # what it heard, PCM16 at the output rate, from started
+        self.timeline: list[dict[str, Any]] = []  # the gateway's records, from ``event``s
 
     @property
     def sample_rate(self) -> int:
@@ -119,6 +135,8 @@ class BrowserCaller:
                 return self._acks(self._playback.queue_mark(_text(data, "name"), self.now_ms))
             case "clear":
                 return self._acks(self._playback.clear(self.now_ms, self._bytes_per_ms()))
+            case "event":
+                self._keep_event(data)
             case "stop":
                 self.stopped_reason = str(data.get("reason", ""))
                 self._playback.note(self.now_ms, "stop_received", reason=self.stopped_reason)
@@ -161,6 +179,20 @@ class BrowserCaller:
         self._started_at_ms = self.now_ms
         self.call_id = _text(data, "callId")
         self._playback.note(self.now_ms, "call_accepted", call_id=self.call_id, sample_rate=rate)
+
+    def _keep_event(self, data: dict[str, Any]) -> None:
+        """One record of the gateway's timeline (browser.md §5): ``t_ms`` and ``event`` typed."""
+        record = {key: value for key, value in data.items() if key != "type"}
+        event = record.get("event")
+        if not isinstance(record.get("t_ms"), int) or not isinstance(event, str):
+            raise RemoteProtocolError("browser 'event': 't_ms' must be an integer, 'event' text")
+        for key, kind in _EVENT_FIELDS.get(event, {}).items():
+            if not isinstance(record.get(key), kind):
+                raise RemoteProtocolError(
+                    f"browser 'event' {event!r}: {key!r} must be {kind.__name__}"
+                )
+        if len(self.timeline) < MAX_TIMELINE_RECORDS:
+            self.timeline.append(record)
 
     def _queue_audio(self, payload: bytes) -> None:
         if self._output_rate is None:

@@ -8,11 +8,13 @@ marks and clears are answered the way the provider would answer them.
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 
 class EmulatedCaller(Protocol):
@@ -44,11 +46,64 @@ class EmulatedCaller(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """How the connection ended: the close code (None without a close frame) and reason."""
+
+    code: int | None
+    reason: str
+
+
 async def drive(
-    url: str, caller: EmulatedCaller, *, speed: float = 1.0, max_ms: int = 60_000
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    subprotocols: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+    unix_path: str | None = None,
 ) -> int | None:
-    """Run one call to its end; the WebSocket close code (None if it never closed cleanly)."""
-    async with connect(url, max_size=2**20) as socket:
+    """Run one call to its end; the WebSocket close code (None if it never closed cleanly).
+
+    ``subprotocols``: what the provider asks for in its upgrade (Jambonz's audio.jambonz.org);
+    credentials in the URL's user-info go as HTTP Basic (Exotel, Jambonz wsAuth); ``headers``
+    are added to the upgrade (Genesys's ids, API key and signature). With ``unix_path`` the
+    WebSocket for ``url`` goes over that Unix socket (virtual-time replays).
+    """
+    closed = await drive_to_close(
+        url,
+        caller,
+        speed=speed,
+        max_ms=max_ms,
+        subprotocols=subprotocols,
+        headers=headers,
+        unix_path=unix_path,
+    )
+    return closed.code
+
+
+async def drive_to_close(
+    url: str,
+    caller: EmulatedCaller,
+    *,
+    speed: float = 1.0,
+    max_ms: int = 60_000,
+    subprotocols: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+    unix_path: str | None = None,
+) -> Closed:
+    """:func:`drive`, keeping the close reason too: over a telephone dialect it is all the
+    caller learns of why a gateway ended a call (a broken limit, a refusal)."""
+    offered = [Subprotocol(name) for name in subprotocols] or None
+    extra = dict(headers) if headers else None
+    options: dict[str, Any] = {
+        "max_size": 2**20,
+        "subprotocols": offered,
+        "additional_headers": extra,
+    }
+    opened = unix_connect(unix_path, url, **options) if unix_path else connect(url, **options)
+    async with opened as socket:
         for message in caller.opening():
             await socket.send(message)
         async with asyncio.TaskGroup() as tasks:
@@ -67,9 +122,12 @@ async def _speak(
     *,
     speed: float,
     max_ms: int,
-    listener: asyncio.Task[int | None],
+    listener: asyncio.Task[Closed],
 ) -> None:
-    started = time.monotonic()
+    # The loop's clock, not time.monotonic: on a virtual-time loop the caller's 20 ms ticks
+    # are virtual too, and the whole call runs on one timeline (clock/virtual.py).
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     while not caller.finished(max_ms) and not listener.done():
         for message in caller.tick():
             try:
@@ -77,15 +135,15 @@ async def _speak(
             except ConnectionClosed:
                 return
         due = started + caller.now_ms / 1000 / speed
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await asyncio.sleep(max(0.0, due - loop.time()))
 
 
-async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> int | None:
-    """Answer gateway messages until the connection closes; the close code."""
+async def _listen(socket: ClientConnection, caller: EmulatedCaller) -> Closed:
+    """Answer gateway messages until the connection closes; how it closed."""
     try:
         async for message in socket:
             for answer in caller.receive(message):
                 await socket.send(answer)
     except ConnectionClosed:
         pass
-    return socket.close_code
+    return Closed(socket.close_code, socket.close_reason or "")

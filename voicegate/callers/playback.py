@@ -36,6 +36,16 @@ class Playback:
         return len(self._buffer)
 
     @property
+    def queued_bytes(self) -> int:
+        """Bot audio received, ever."""
+        return self._queued
+
+    @property
+    def played_bytes(self) -> int:
+        """Bot audio played or dropped by a clear, ever."""
+        return self._played
+
+    @property
     def playing(self) -> bool:
         """Whether the last frame played held bot audio."""
         return self._playing

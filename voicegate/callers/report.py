@@ -84,15 +84,43 @@ def heard_turns(records: Sequence[Record]) -> list[TurnHeard]:
 
 
 def summary(records: Sequence[Record]) -> list[str]:
-    """Turns, interruptions with their latencies, and what was heard (the gateway's view)."""
+    """Turns, what the caller said, interruptions with their latencies, what was heard, and
+    what failed (the gateway's view)."""
     turns = [r for r in records if r["event"] == "turn_started"]
     found = interruptions(records)
     lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {_end_ms(records)} ms"]
+    lines += transcript_lines(records)
     for number, interruption in enumerate(found, start=1):
         lines.append(_interruption_line(number, interruption))
     for heard in heard_turns(records):
         mark = " (interrupted)" if heard.interrupted else ""
         lines.append(f"heard {heard.turn_id}{mark}: {heard.text!r}")
+    return lines + failure_lines(records)
+
+
+def transcript_lines(records: Sequence[Record]) -> list[str]:
+    """What the recogniser made of the caller (final transcripts) and the keys pressed."""
+    lines = []
+    for record in records:
+        if record["event"] == "transcript" and record.get("final"):
+            lines.append(f"caller at {record['t_ms']} ms: {record.get('text')!r}")
+        elif record["event"] == "dtmf":
+            lines.append(f"caller at {record['t_ms']} ms: DTMF {record.get('digit')!r}")
+    return lines
+
+
+def failure_lines(records: Sequence[Record]) -> list[str]:
+    """What failed in the call: turns that ended in error, protocol errors, refusals."""
+    lines = []
+    for record in records:
+        at = f"at {record['t_ms']} ms"
+        match record["event"]:
+            case "turn_ended" if record.get("reason") == "error":
+                lines.append(f"turn {record.get('turn_id')} failed {at}: {record.get('detail')}")
+            case "protocol_error":
+                lines.append(f"protocol error {at}: {record.get('reason')}")
+            case "call_refused":
+                lines.append(f"call refused ({record.get('code')}): {record.get('reason')}")
     return lines
 
 
@@ -123,6 +151,8 @@ def caller_summary(observed: Sequence[Record]) -> list[str]:
             code = record.get("close_code")
             meaning = CLOSE_MEANINGS.get(code, "") if isinstance(code, int) else "no close code"
             lines.append(f"closed: {code} ({meaning})" if meaning else f"closed: {code}")
+            if record.get("close_reason"):  # the gateway's own words: why it ended the call
+                lines.append(f"close reason: {record['close_reason']!r}")
     return lines
 
 

@@ -42,6 +42,7 @@ from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
     Dtmf,
+    EndCall,
     Say,
     SilenceTimeout,
     Transcript,
@@ -222,7 +223,8 @@ def _store(kind: str, data_dir: Path) -> MemoryStore:
 async def _chat(engine: DialogueEngine, call: CallInfo, lines: TextIO, printer: _Printer) -> None:
     await engine.open(call)
     try:
-        while line := await asyncio.to_thread(lines.readline):
+        # A turn that ends (or transfers) the call ends the chat (issue 16).
+        while not printer.call_ended and (line := await asyncio.to_thread(lines.readline)):
             user = parse_input(line)
             if user is not None:
                 await _turn(engine, call.call_id, user, printer)
@@ -284,6 +286,7 @@ class _Printer:
         self._json = as_json
         self.heard_so_far = ""
         self.turn_id = ""
+        self.call_ended = False
         self.engine: ProjectEngine | None = None
         self._history_seen = 0
 
@@ -294,6 +297,7 @@ class _Printer:
         record = event_record(event)
         if isinstance(event, Say):
             self.heard_so_far = f"{self.heard_so_far} {event.text}".strip()
+        self.call_ended = self.call_ended or isinstance(event, EndCall)
         self._print(record)
         self.flush_framework_calls()
 
@@ -359,5 +363,8 @@ def _human(record: dict[str, Any]) -> str:
     record.pop("turn_id", None)
     if kind == "say":
         return f"bot: {record['text']}"
+    if kind == "end_call":
+        where = record.get("transfer_to")
+        return f"  [call transferred to {where}]" if where else "  [call ended]"
     details = " ".join(f"{key}={json.dumps(value)}" for key, value in record.items())
     return f"  [{kind}] {details}"

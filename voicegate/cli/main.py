@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "voicegate.cli.replay_command",
         "stream a recorded caller to a gateway and write call.wav and timeline.jsonl",
     ),
+    "init": ("voicegate.cli.init_command", "write a starter project into a new directory"),
     "validate": (
         "voicegate.cli.validate_command",
         "check an agent project and list every problem with its file and line",

@@ -7,11 +7,15 @@ from pathlib import Path
 from voicegate.errors import ConfigError
 
 
-def check_output_file(path: Path, suffixes: tuple[str, ...]) -> None:
-    """``path`` can be written as a file of one of ``suffixes`` (else a ConfigError)."""
+def check_output_file(path: Path, suffixes: tuple[str, ...], *, made: Path | None = None) -> None:
+    """``path`` can be written as a file of one of ``suffixes`` (else a ConfigError).
+
+    ``made`` is a directory the command creates before it writes ``path`` (its ``--out``).
+    """
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory; give a file name, e.g. {path / 'out'}")
-    if not path.parent.is_dir():
+    made_first = made is not None and path.parent.absolute() == made.absolute()
+    if not path.parent.is_dir() and not made_first:
         raise ConfigError(f"{path}: the directory {path.parent} does not exist")
     if path.suffix.lower() not in suffixes:
         names = " or ".join(suffixes)

@@ -5,14 +5,13 @@ INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message 
 media clock, echoes marks when the audio before them has played, and honours ``clear``
 (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
 exactly like ``voicegate serve`` from ``--config``, ``--project`` and ``--llm``, with memory in
-a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out`` and prints a summary
-(docs/replay.md, docs/timeline.md).
+a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out``, prints a summary,
+and with ``--report`` draws the call as HTML or PNG (docs/replay.md, docs/timeline.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import tempfile
 from dataclasses import dataclass
@@ -21,10 +20,13 @@ from typing import Any
 
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.inputs import load_recording
+from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli import replay_clock
 from voicegate.cli.paths import check_output_dir
+from voicegate.cli.replay_report import check_reports, write_reports
 from voicegate.cli.replaying import (
     PROVIDER_PATHS,
     ReplayResult,
@@ -62,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
         help="the provider the caller emulates (default twilio; docs/protocols/)",
     )
     parser.add_argument("--url", help="a running gateway, e.g. ws://127.0.0.1:8080/twilio")
-    parser.add_argument("--speed", type=float, default=1.0, help="media time per real second")
+    replay_clock.add_options(parser)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--config", type=Path, help="settings file, as for serve")
     parser.add_argument("--project", type=Path, help="agent project directory, as for serve")
@@ -85,6 +87,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--echo-gain-db", type=float, default=-20.0, help="level of that echo (default -20 dB)"
     )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also draw the call: FILE.html (one self-contained page) or FILE.png; repeatable",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -93,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.input.suffix.lower() in SCENARIO_SUFFIXES:
         return _replay_scenario(args, load_scenario(args.input))
-    outcome = asyncio.run(_replay_recording(args))
+    outcome = replay_clock.run_call(args, _replay_recording(args))
     _report(args, outcome, unmet=[])
     return 0
 
@@ -110,13 +120,17 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     recording = load_recording(args.input)
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
-    script = CallerScript([Cue(recording.at_rate(rate), at_ms=0, label=args.input.name)], rate)
+    # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
+    # replay at a telephone URL, which sees no transcript from the gateway, can tell it.
+    said = labels_of(args.input).transcript or ""
+    cue = Cue(recording.at_rate(rate), at_ms=0, label=args.input.name, transcript=said)
+    script = CallerScript([cue], rate)
     caller = new_caller(
         provider,
         script,
         call_id=recording.call_id,
         parameters=recording.parameters,
-        quiet_ms=math.ceil(args.tail_ms * args.speed),  # real time: tools run on the wall clock
+        quiet_ms=math.ceil(args.tail_ms * replay_clock.real_time_factor(args)),
         echo=_echo(args, rate),
     )
     if args.url:
@@ -143,22 +157,24 @@ def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.url:
         rate = caller_rate(provider, 16000)
         script = scenario.caller_script(rate)
-        quiet_ms = math.ceil(scenario.quiet_ms * args.speed)
+        quiet_ms = math.ceil(scenario.quiet_ms * replay_clock.real_time_factor(args))
         caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
         url = stream_url(args.url, provider)
         onsets = [cue.onset_ms for cue in scenario.cues]
-        result = asyncio.run(
+        result = replay_clock.run_call(
+            args,
             replay_remote(
                 url, caller, script, speed=args.speed, max_ms=scenario.max_ms, onsets=onsets
-            )
+            ),
         )
         _report(args, _Outcome(result, provider, rate, url), unmet=[])
         return 0
     with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as workdir:
         base = read_settings(args.config) if args.config else None
-        run_ = asyncio.run(
-            replay_scenario(scenario, Path(workdir), speed=args.speed, provider=provider, base=base)
+        replay = replay_scenario(
+            scenario, Path(workdir), speed=args.speed, provider=provider, base=base
         )
+        run_ = replay_clock.run_call(args, replay)
     result = ReplayResult(run_.caller, run_.records, run_.caller_records, True, None)
     rate = run_.caller.sample_rate
     unmet = run_.unmet()
@@ -177,8 +193,8 @@ def _check(args: argparse.Namespace) -> None:
     if not args.input.is_file():
         raise ConfigError(f"{args.input}: no such file")
     check_output_dir(args.out)  # before the call, not after it
-    if not args.speed > 0 or not math.isfinite(args.speed):
-        raise ConfigError(f"--speed must be a positive number, got {args.speed}")
+    check_reports(args.report, args.out)
+    replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
     if args.tail_ms < 0 or args.max_ms <= 0:
@@ -198,11 +214,12 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     caller_samples, bot_samples = result.caller.tracks()
     write_call_wav(out / "call.wav", caller_samples, bot_samples, outcome.sample_rate)
     count = write_jsonl(out / "timeline.jsonl", result.records)
-    print(
+    title = (
         f"replayed {args.input} as a {outcome.provider} caller (call {result.caller.call_id}) "
-        f"against {outcome.against} at speed {args.speed:g}"
+        f"against {outcome.against} at {replay_clock.describe(args)}"
     )
-    if result.in_process:
+    print(title)
+    if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages
         write_jsonl(out / "caller.jsonl", result.caller_records)
         lines = summary(result.records)
         source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
@@ -210,11 +227,13 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
         lines = caller_summary(result.records)
         source = (
             f"{count} events seen by the caller: the gateway's own timeline is not "
-            "available over the wire (docs/replay.md)"
+            f"available over the wire ({outcome.provider}; --provider browser carries it) "
+            "(docs/replay.md)"
         )
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
         f"wrote {out / 'timeline.jsonl'} ({source})",
     ]
+    lines += write_reports(args.report, result, title, outcome.sample_rate)
     print("\n".join("  " + line for line in lines), flush=True)

@@ -13,20 +13,28 @@ emulated caller (its tracks, clears, caller-side records) and the gateway's time
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+import uuid
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 
 from voicegate.callers.browser import BrowserCaller
-from voicegate.callers.driver import drive
+from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
+from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.genesys import GenesysCaller
+from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
 from voicegate.callers.report import interruptions
 from voicegate.callers.scenario import Scenario, load_scenario
@@ -35,18 +43,34 @@ from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.callers.vonage import VonageCaller
 from voicegate.cli import wiring
+from voicegate.clock.virtual import DEFAULT_LATENCY_MS, LatencyModel, run_virtual, virtual_loop
 from voicegate.config import ServerSettings, Settings, StoreSettings, load_settings
 from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
+from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
+    EXOTEL_STREAM_PATH,
+    GENESYS_STREAM_PATH,
+    JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
     TELNYX_STREAM_PATH,
     TWILIO_STREAM_PATH,
     VONAGE_STREAM_PATH,
 )
 
-Caller = TwilioCaller | BrowserCaller | TelnyxCaller | PlivoCaller | VonageCaller
+_T = TypeVar("_T")
+Caller = (
+    TwilioCaller
+    | BrowserCaller
+    | TelnyxCaller
+    | PlivoCaller
+    | VonageCaller
+    | ExotelCaller
+    | JambonzCaller
+    | GenesysCaller
+    | ConversationRelayCaller
+)
 Record = dict[str, Any]
 
 PROVIDER_PATHS = {
@@ -55,10 +79,23 @@ PROVIDER_PATHS = {
     "telnyx": TELNYX_STREAM_PATH,
     "plivo": PLIVO_STREAM_PATH,
     "vonage": VONAGE_STREAM_PATH,
+    "exotel": EXOTEL_STREAM_PATH,
+    "jambonz": JAMBONZ_STREAM_PATH,
+    "genesys": GENESYS_STREAM_PATH,
+    "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
 TWILIO_RATE = 8000
-TELEPHONE_RATES = {"twilio": TWILIO_RATE, "telnyx": 8000, "plivo": 8000, "vonage": 16000}
+TELEPHONE_RATES = {
+    "twilio": TWILIO_RATE,
+    "telnyx": 8000,
+    "plivo": 8000,
+    "vonage": 16000,
+    "exotel": 8000,  # the applet's default ?sample-rate
+    "jambonz": 8000,  # the listen verb's default sampleRate
+    "genesys": 8000,  # PCMU, the Audio Connector's only format
+    "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
+}
 BROWSER_DEFAULT_RATE = 16000
 
 
@@ -71,6 +108,8 @@ class ReplayResult:
     caller_records: list[Record]  # what the caller observed (always)
     in_process: bool
     close_code: int | None
+    #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
+    from_gateway: bool = True
 
 
 def new_caller(
@@ -82,7 +121,12 @@ def new_caller(
     quiet_ms: int | None = None,
     echo: EchoPath | None = None,
 ) -> Caller:
-    """An emulated caller of ``provider`` playing ``script``."""
+    """An emulated caller of ``provider`` playing ``script``.
+
+    Without ``call_id`` every caller gets a fresh one, so parallel replays against one gateway
+    never collide (a call id may be live only once).
+    """
+    call_id = call_id or fresh_call_id(provider)
     if provider == "browser":
         return BrowserCaller(script, metadata=parameters, quiet_ms=quiet_ms, echo=echo)
     if provider == "telnyx":
@@ -92,12 +136,36 @@ def new_caller(
         return PlivoCaller(script, call_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "vonage":  # L16 at 16 kHz, the default content-type
         return VonageCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "exotel":  # PCM16 at 8 kHz, the applet's default rate
+        return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
+        return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
+        ids = {"conversation_id": call_id} if call_id else {}
+        return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
+        sid = call_id or DEFAULT_CALL_SID
+        return ConversationRelayCaller(
+            script, call_sid=sid, parameters=parameters, quiet_ms=quiet_ms
+        )
     if provider != "twilio":
         raise ValueError(f"unknown provider {provider!r}")
     ids = {"call_sid": call_id} if call_id else {}
     return TwilioCaller(
         script, parameters=dict(parameters or {}), quiet_ms=quiet_ms, echo=echo, **ids
     )
+
+
+def fresh_call_id(provider: str) -> str:
+    """A new call id in the form ``provider`` uses (the browser's comes from the gateway)."""
+    token = uuid.uuid4()
+    if provider == "twilio":
+        return f"CA{token.hex}"  # "CA" and 32 hex digits, like a Twilio CallSid
+    if provider == "telnyx":
+        return f"v3:{token.hex}"
+    if provider == "exotel":
+        return token.hex  # 32 hex digits
+    return "" if provider == "browser" else str(token)
 
 
 def caller_rate(provider: str, recording_rate: int) -> int:
@@ -123,6 +191,7 @@ def caller_timeline(
     *,
     onsets: Sequence[int | None] = (),
     close_code: int | None = None,
+    close_reason: str = "",
 ) -> list[Record]:
     """The caller-side records: cue starts (with labelled onsets), then what it observed."""
     cues: list[Record] = []
@@ -139,6 +208,8 @@ def caller_timeline(
         cues.append(record)
     opened: Record = {"t_ms": 0, "event": "stream_opened", "call_id": caller.call_id}
     closed: Record = {"t_ms": caller.now_ms, "event": "stream_closed", "close_code": close_code}
+    if close_reason:
+        closed["close_reason"] = close_reason
     return [opened, *sorted([*cues, *caller.observed], key=lambda r: int(r["t_ms"])), closed]
 
 
@@ -151,10 +222,15 @@ async def replay_remote(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Replay against a gateway at ``url``; only the caller-side timeline is available."""
-    code = await _drive(url, caller, speed=speed, max_ms=max_ms)
-    records = caller_timeline(caller, script, onsets=onsets, close_code=code)
-    return ReplayResult(caller, records, records, in_process=False, close_code=code)
+    """Replay against a gateway at ``url``: the caller-side timeline, and the gateway's when
+    its dialect carries it (the browser's ``event`` messages)."""
+    closed = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    code = closed.code
+    records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
+    sent = caller.timeline if isinstance(caller, BrowserCaller) else []
+    return ReplayResult(caller, sent or records, records, False, code, from_gateway=bool(sent))
 
 
 async def replay_in_process(
@@ -167,16 +243,31 @@ async def replay_in_process(
     max_ms: int,
     onsets: Sequence[int | None] = (),
 ) -> ReplayResult:
-    """Start the gateway ``settings`` describe on a free loopback port and replay one call."""
+    """Start the gateway ``settings`` describe on a free loopback port and replay one call.
+
+    On a virtual-time loop (clock/virtual.py) the engine and its tools run inline on it, and
+    ``speed`` is media per *virtual* second: pass 1 (the loop's pace sets the real speed).
+    """
+    virtual = virtual_loop() is not None
+    if virtual:
+        speed = 1.0  # the loop's pace sets the real speed; media runs at virtual real time
     # The replay's own gateway takes audio at the replay's speed (limits.media_max_speed).
     paced = replace(settings.limits, media_max_speed=max(settings.limits.media_max_speed, speed))
     settings = replace(settings, server=ServerSettings(host="127.0.0.1", port=0), limits=paced)
-    async with (
-        wiring.open_runner(settings) as runner,
-        Gateway(runner, settings.gateway_options()) as gateway,
-    ):
-        url = "ws" + gateway.base_url.removeprefix("http") + PROVIDER_PATHS[provider]
-        code = await _drive(url, caller, speed=speed, max_ms=max_ms)
+    with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as folder:
+        # On virtual time the WebSocket runs over a Unix socket: a write there is in the
+        # peer's receive queue when ``send`` returns, while a loopback TCP segment may wait
+        # for the kernel's softirq thread on a busy machine, and the loop, seeing nothing to
+        # read, would move the clock on meanwhile (docs/replay.md, "What is virtual").
+        unix_path = str(Path(folder) / "gateway.sock") if virtual else None
+        async with (
+            wiring.open_runner(settings, inline=virtual) as runner,
+            Gateway(runner, settings.gateway_options(), unix_path=unix_path) as gateway,
+        ):
+            base = "http://localhost" if unix_path else gateway.base_url
+            url = "ws" + base.removeprefix("http") + PROVIDER_PATHS[provider]
+            closed = await _drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
+    code = closed.code
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
         stopped = caller.stopped_reason if isinstance(caller, BrowserCaller) else None
@@ -185,7 +276,9 @@ async def replay_in_process(
     timeline = runner.timeline(caller.call_id)
     if timeline is None:
         raise RemoteProtocolError(f"the gateway kept no timeline for call {caller.call_id!r}")
-    caller_records = caller_timeline(caller, script, onsets=onsets, close_code=code)
+    caller_records = caller_timeline(
+        caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
+    )
     return ReplayResult(caller, list(timeline.records), caller_records, True, code)
 
 
@@ -194,10 +287,26 @@ def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
     return replace(settings, store=StoreSettings(data_dir=data_dir))
 
 
-async def _drive(url: str, caller: Caller, *, speed: float, max_ms: int) -> int | None:
-    """:func:`drive`, with a peer's protocol error surfaced as itself, not as a group."""
+async def _drive(
+    url: str, caller: Caller, *, speed: float, max_ms: int, unix_path: str | None = None
+) -> Closed:
+    """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        return await drive(url, caller, speed=speed, max_ms=max_ms)
+        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        headers = (
+            caller.upgrade_headers(url, int(time.time()))
+            if isinstance(caller, GenesysCaller)
+            else None
+        )
+        return await drive_to_close(
+            url,
+            caller,
+            speed=speed,
+            max_ms=max_ms,
+            subprotocols=protocols,
+            headers=headers,
+            unix_path=unix_path,
+        )
     except (OSError, WebSocketException) as error:
         raise ConfigError(f"cannot stream to {url}: {error}") from None
     except ExceptionGroup as group:
@@ -298,10 +407,13 @@ async def replay_scenario(
     """Run ``scenario`` against an in-process gateway; files go to ``workdir``.
 
     ``provider`` and ``base`` (the settings to start from) override the scenario's own.
+    On a virtual-time loop ``speed`` is ignored: the loop's pace sets it (:func:`run_scenario`).
     """
     provider = provider or scenario.provider
     settings = scenario_settings(scenario, workdir, base)
     script = scenario.caller_script(caller_rate(provider, BROWSER_DEFAULT_RATE))
+    if virtual_loop() is not None:
+        speed = 1.0  # tools and models run on the media timeline too: no scaled waits
     quiet_ms = round(scenario.quiet_ms * speed)  # the same wait in real time at any speed
     caller = new_caller(provider, script, parameters=scenario.parameters, quiet_ms=quiet_ms)
     onsets = [cue.onset_ms for cue in scenario.cues]
@@ -312,15 +424,65 @@ async def replay_scenario(
 
 
 def run_scenario(
-    scenario: Scenario | Path, *, speed: float = 1.0, workdir: Path | None = None
+    scenario: Scenario | Path,
+    *,
+    speed: float = 1.0,
+    workdir: Path | None = None,
+    virtual: bool = False,
+    latency: LatencyModel | None = None,
 ) -> ScenarioRun:
     """Run a scenario (or the scenario file at a path) in process, synchronously.
 
+    ``virtual``: on virtual time (docs/replay.md), where any ``speed`` (``math.inf``: as fast
+    as the machine goes) gives the same timeline, off-loop work charged per ``latency``.
     Without ``workdir`` the project copy and memory live in a temporary folder removed on
     return (the records and the caller stay available).
     """
     loaded = load_scenario(scenario) if isinstance(scenario, Path) else scenario
-    if workdir is not None:
-        return asyncio.run(replay_scenario(loaded, workdir, speed=speed))
-    with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as folder:
-        return asyncio.run(replay_scenario(loaded, Path(folder), speed=speed))
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="voicegate-scenario-"))
+            workdir = Path(folder)
+        replay = replay_scenario(loaded, workdir, speed=speed)
+        run = run_replay(replay, speed=speed, wall_clock=not virtual, latency=latency)
+        return replace(run, speed=speed)
+
+
+def run_replay(
+    main: Coroutine[Any, Any, _T],
+    *,
+    speed: float,
+    wall_clock: bool = False,
+    latency: LatencyModel | None = None,
+) -> _T:
+    """Run a replay on virtual time at ``speed`` (``math.inf``: no pace), or on the wall clock."""
+    if wall_clock:
+        return asyncio.run(main)
+    return run_virtual(main, latency=latency, pace=pace_of(speed))
+
+
+def parse_speed(text: str) -> float:
+    """A ``--speed`` value: a positive number, or ``max`` (``math.inf``)."""
+    if text == "max":
+        return math.inf
+    speed = float(text)
+    if not speed > 0 or not math.isfinite(speed):
+        raise ValueError(f"a speed is a positive number or max, not {text!r}")
+    return speed
+
+
+def parse_latency(items: Sequence[str]) -> LatencyModel:
+    """The default latency model with ``COMPONENT=MS`` overrides (``--latency-ms``)."""
+    overrides = {}
+    for item in items:
+        name, _, ms = item.partition("=")
+        if name not in DEFAULT_LATENCY_MS or not ms.isdigit():
+            known = ", ".join(sorted(DEFAULT_LATENCY_MS))
+            raise ConfigError(f"--latency-ms {item!r}: expected COMPONENT=MS, COMPONENT in {known}")
+        overrides[name] = int(ms)
+    return LatencyModel().overridden(overrides)
+
+
+def pace_of(speed: float) -> float | None:
+    """The virtual loop's pace for a replay ``speed`` (None: no pace, as fast as it goes)."""
+    return None if math.isinf(speed) else speed

@@ -22,6 +22,7 @@ from typing import Any
 import uvloop
 
 from voicegate.cli import logs, wiring
+from voicegate.cli.demo import default_config, resolve_demo
 from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse_settings
 from voicegate.errors import ConfigError, VoicegateError
 from voicegate.gateway import server
@@ -106,13 +107,16 @@ class ServePlan:
     overrides: dict[str, Any]
     runner_builder: RunnerBuilder
     logging: logs.LogOptions = field(default_factory=logs.LogOptions)
+    #: No settings file of the user's: the demo project comes from the package if need be.
+    demo: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, runner_builder: RunnerBuilder) -> ServePlan:
         """The plan for ``voicegate serve`` with these arguments."""
         path = args.config
-        if path is None and DEFAULT_CONFIG_PATH.exists():
-            path = DEFAULT_CONFIG_PATH
+        if path is None:
+            path = default_config()  # ./config/voicegate.yml, else the packaged demo's
+        demo = args.config is None and path != DEFAULT_CONFIG_PATH
         text = None if path is None else _read_text(path)
         overrides = {
             "host": args.host,
@@ -122,7 +126,7 @@ class ServePlan:
             "workers": getattr(args, "workers", None),
             "uvloop": False if getattr(args, "no_uvloop", False) else None,
         }
-        return cls(text, str(path), overrides, runner_builder)
+        return cls(text, str(path), overrides, runner_builder, demo=demo)
 
     def settings(self) -> Settings:
         """The settings: the file's text, then the command line's overrides."""
@@ -131,7 +135,8 @@ class ServePlan:
             if self.config_text is None
             else parse_settings(self.config_text, self.config_source)
         )
-        return apply_overrides(settings, **self.overrides)
+        settings = apply_overrides(settings, **self.overrides)
+        return resolve_demo(settings) if self.demo else settings
 
 
 def serve_main(
@@ -320,19 +325,26 @@ def announce_at(base: str, options: GatewayOptions, workers: int) -> None:
             "  try:     .venv/bin/voicegate replay fixtures/audio/synth/festival/balance_16k.wav"
             f" --url {ws}{TWILIO_STREAM_PATH}"
         )
+    if options.call_logs is not None:
+        lines.append(f"  calls:   {base}/calls (live and recent calls, their timelines)")
     lines.append("  health:  /healthz, /readyz, /workers, /metrics; stop with Ctrl-C or SIGTERM")
     print("\n".join(lines), flush=True)
 
 
 def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
-    """The Telnyx, Plivo and Vonage routes of the banner (docs/protocols/NAME.md)."""
+    """The routes of the providers added after Twilio, for the banner (docs/protocols/NAME.md)."""
     routes = [
         ("telnyx", options.telnyx, server.TELNYX_WEBHOOK_PATH, server.TELNYX_STREAM_PATH),
         ("plivo", options.plivo, server.PLIVO_WEBHOOK_PATH, server.PLIVO_STREAM_PATH),
         ("vonage", options.vonage, server.VONAGE_WEBHOOK_PATH, server.VONAGE_STREAM_PATH),
+        ("exotel", options.exotel, server.EXOTEL_WEBHOOK_PATH, server.EXOTEL_STREAM_PATH),
+        ("jambonz", options.jambonz, server.JAMBONZ_WEBHOOK_PATH, server.JAMBONZ_STREAM_PATH),
     ]
-    return [
+    lines = [
         f"  {name + ':':8} webhook {base}{webhook}, media stream {ws}{stream}"
         for name, enabled, webhook, stream in routes
         if enabled is not None
     ]
+    if options.genesys is not None:  # no webhook: the integration names the socket
+        lines.append(f"  genesys: AudioHook stream {ws}{server.GENESYS_STREAM_PATH}")
+    return lines

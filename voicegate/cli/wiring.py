@@ -17,7 +17,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from voicegate.engine.seam import DialogueEngine
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import ConfigError, SpeechError
+from voicegate.gateway.call_ending import CallControlCredentials, ProviderCallControl
 from voicegate.gateway.dialogue import DialoguePlane, ThreadedEngine
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
@@ -251,6 +252,7 @@ def build_runner(
     plane: DialoguePlane | None = None,
     metrics: GatewayMetrics | None = None,
     leases: CallLeases | None = None,
+    inline: bool = False,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -259,6 +261,8 @@ def build_runner(
     Project tools run on ``tool_loops`` (a fresh set when not given), never on the loop that
     carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
     With ``metrics``, the model, the synthesiser and every call's timeline feed them.
+    ``inline`` runs the tools on the calling loop instead: only for virtual time, where the
+    one loop's clock must see every timer (clock/virtual.py, docs/replay.md).
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
@@ -266,7 +270,8 @@ def build_runner(
         model_failed = metrics.errors.labels("model").inc
         llm = timed_factory(llm, metrics.model_first_token.observe, model_failed)
     stores = stores or open_store(settings, environ, project)
-    tool_loops = tool_loops or ToolLoops()
+    if not inline:
+        tool_loops = tool_loops or ToolLoops()
     project_engine = ProjectEngine(
         project,
         llm,
@@ -278,6 +283,18 @@ def build_runner(
     engine: DialogueEngine = (
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
+    return call_runner(settings, engine, environ, metrics=metrics, leases=leases)
+
+
+def call_runner(
+    settings: Settings,
+    engine: DialogueEngine,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    metrics: GatewayMetrics | None = None,
+    leases: CallLeases | None = None,
+) -> SessionRunner:
+    """The call runner around any dialogue engine: speech, media and barge-in from settings."""
     rate = settings.audio.session_sample_rate
     tts = build_tts(settings.speech.tts, rate, environ)
     if metrics is not None:
@@ -294,6 +311,7 @@ def build_runner(
         turns=build_turns(settings.turns),
         observer=None if metrics is None else metrics.call_listener,
         leases=leases,
+        call_control=build_call_control(settings, environ),
     )
     session = SessionSettings(
         frame_ms=settings.vad.frame_ms,
@@ -303,6 +321,23 @@ def build_runner(
         error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
+
+
+def build_call_control(settings: Settings, environ: Mapping[str, str]) -> ProviderCallControl:
+    """Hang-up and transfer through the providers' APIs, with the secrets config names."""
+    section, providers = settings.call_control, settings.providers
+
+    def secret(name: str) -> str:
+        return environ.get(name, "") if name else ""
+
+    credentials = CallControlCredentials(
+        twilio_auth_token=secret(providers.twilio.auth_token_env),
+        telnyx_api_key=secret(section.telnyx_api_key_env),
+        plivo_auth_id=secret(section.plivo_auth_id_env),
+        plivo_auth_token=secret(providers.plivo.auth_token_env),
+        vonage_private_key=secret(section.vonage_private_key_env).encode(),
+    )
+    return ProviderCallControl(section, credentials)
 
 
 def build_turns(settings: TurnSettings) -> TurnFactory:
@@ -325,6 +360,7 @@ async def open_runner(
     environ: Mapping[str, str] = os.environ,
     *,
     metrics: GatewayMetrics | None = None,
+    inline: bool = False,
 ) -> AsyncIterator[SessionRunner]:
     """The call runner with the project's MCP servers connected (contract §10); stops them.
 
@@ -332,6 +368,9 @@ async def open_runner(
     its own event loop), project tools on tool loops: the loop carrying the calls' media never
     waits on them (design §10, issue 12). A server that cannot be started, connected,
     authenticated or listed stops startup with an ``McpServerError`` naming it.
+
+    ``inline``: no dialogue plane and no tool loops; the engine, its tools and MCP sessions
+    run on the calling loop, as a virtual-time replay needs (docs/replay.md, issue 19).
     """
     root = settings.engine.project_dir
     project = load_project(root)
@@ -339,14 +378,12 @@ async def open_runner(
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
     stores = open_store(settings, environ, project)
-    tool_loops = ToolLoops()
-    plane = DialoguePlane()
-    plane.start()
     try:
         async with (
-            plane.hosting(project_tools(project, servers, launch)) as catalog,
+            dialogue_host(project_tools(project, servers, launch), inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
+            catalog, tool_loops, plane = host
             yield build_runner(
                 settings,
                 environ,
@@ -357,11 +394,34 @@ async def open_runner(
                 plane=plane,
                 metrics=metrics,
                 leases=leases,
+                inline=inline,
             )
+    finally:
+        stores.close()  # every write was already committed; this releases the file
+
+
+Host = tuple[ToolCatalog, ToolLoops | None, DialoguePlane | None]
+
+
+@asynccontextmanager
+async def dialogue_host(
+    tools: AbstractAsyncContextManager[ToolCatalog], *, inline: bool
+) -> AsyncIterator[Host]:
+    """Where the engine runs: a dialogue plane and tool loops (issue 12), or, ``inline``,
+    the calling loop; yields the tool catalog ``tools`` opens there, the loops and the plane."""
+    if inline:
+        async with tools as catalog:
+            yield catalog, None, None
+        return
+    tool_loops = ToolLoops()
+    plane = DialoguePlane()
+    plane.start()
+    try:
+        async with plane.hosting(tools) as catalog:
+            yield catalog, tool_loops, plane
     finally:
         plane.stop()
         tool_loops.close()
-        stores.close()  # every write was already committed; this releases the file
 
 
 @asynccontextmanager

@@ -1,9 +1,10 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
-One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``), each a
-small class holding one call's protocol state; the events, commands and capabilities they
-share live in ``events``, ``commands`` and ``base``. Codecs never do I/O and never transcode
-audio (design §3).
+One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
+``exotel``, ``jambonz``, ``genesys``), each a small class holding one call's protocol state; the
+events, commands and capabilities they share live in ``events``, ``commands`` and ``base``,
+the per-call bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and
+never transcode audio (design §3).
 """
 
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
@@ -26,7 +27,11 @@ from voicegate.codecs.events import (
     DtmfReceived,
     Event,
     MarkReached,
+    ProtocolReply,
 )
+from voicegate.codecs.exotel import ExotelCodec
+from voicegate.codecs.genesys import GenesysCodec
+from voicegate.codecs.jambonz import JambonzCodec
 from voicegate.codecs.plivo import PlivoCodec
 from voicegate.codecs.telnyx import TelnyxCodec
 from voicegate.codecs.twilio import TwilioCodec
@@ -45,12 +50,16 @@ __all__ = [
     "Command",
     "DtmfReceived",
     "Event",
+    "ExotelCodec",
     "FrameLimits",
+    "GenesysCodec",
     "Hangup",
+    "JambonzCodec",
     "MarkReached",
     "PausePlayback",
     "PlayAudio",
     "PlivoCodec",
+    "ProtocolReply",
     "PublishEvent",
     "ResumePlayback",
     "SetMark",

@@ -49,9 +49,14 @@ class ResumePlayback:
 
 @dataclass(frozen=True, slots=True)
 class Hangup:
-    """End the call; the session closes the socket after sending what this returns."""
+    """End the call; the session closes the socket after sending what this returns.
+
+    ``transfer_to``: the engine transferred the call there (dialects that hand the call back
+    with data say where, e.g. ConversationRelay's ``end`` ``handoffData``).
+    """
 
     reason: str
+    transfer_to: str = ""
 
 
 @dataclass(frozen=True, slots=True)

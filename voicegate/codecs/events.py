@@ -69,5 +69,54 @@ class CallEnded:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class TranscriptReceived:
+    """What the caller said, transcribed by the provider itself (ConversationRelay ``prompt``).
+
+    ``final`` is False for a partial transcript of an utterance still going on.
+    """
+
+    text: str
+    final: bool = True
+    language: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybackInterrupted:
+    """The provider stopped the bot's speech because the caller spoke (its own flush).
+
+    ``heard`` is the bot's text the caller heard before that (ConversationRelay
+    ``utteranceUntilInterrupt``); ``duration_ms`` how long it had played.
+    """
+
+    heard: str
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """The provider reports an error in the session; the call goes on."""
+
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolReply:
+    """Messages the peer's protocol wants back at once, e.g. Genesys AudioHook's ``pong`` to a
+    ``ping`` and ``closed`` to a ``close``; the session sends them before anything else."""
+
+    messages: tuple[str | bytes, ...]
+
+
 #: Everything ``Codec.receive`` can return.
-Event = CallStarted | AudioReceived | DtmfReceived | MarkReached | CallEnded
+Event = (
+    CallStarted
+    | AudioReceived
+    | DtmfReceived
+    | MarkReached
+    | CallEnded
+    | ProtocolReply
+    | TranscriptReceived
+    | PlaybackInterrupted
+    | ProviderError
+)

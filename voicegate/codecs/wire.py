@@ -138,6 +138,12 @@ class JsonObject:
         """An integer field that may be absent or null."""
         return self.integer(key) if self.has(key) else None
 
+    def optional_bool(self, key: str, default: bool) -> bool:
+        """A boolean field; absent or null means ``default``."""
+        if not self.has(key):
+            return default
+        return cast(bool, self._typed(key, self._data[key], bool, "true or false"))
+
     def child(self, key: str) -> JsonObject:
         """A required nested object."""
         value = self._typed(key, self._required(key), dict, "an object")
@@ -146,6 +152,20 @@ class JsonObject:
     def optional_child(self, key: str) -> JsonObject | None:
         """A nested object that may be absent or null."""
         return self.child(key) if self.has(key) else None
+
+    def value(self, key: str) -> JsonValue:
+        """A field as plain JSON (None when absent), for comparing against a known value."""
+        return cast(JsonValue, self._data.get(key))
+
+    def object_list(self, key: str) -> list[JsonObject]:
+        """A required list of objects (e.g. Genesys media offers), each read the same way."""
+        values = cast(list[object], self._typed(key, self._required(key), list, "a list"))
+        objects = []
+        for index, value in enumerate(values):
+            item = self._typed(f"{key}[{index}]", value, dict, "an object")
+            path = f"{self._path}{key}[{index}]."
+            objects.append(JsonObject(cast(dict[str, object], item), self._context, path))
+        return objects
 
     def json_mapping(self, key: str) -> dict[str, JsonValue]:
         """An optional object of arbitrary JSON values (metadata); absent means empty."""

@@ -20,13 +20,19 @@ from urllib.parse import urlsplit
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
 from voicegate.errors import ConfigError
 from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.call_ending import CallControlSettings
+from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import (
+    DEFAULT_EXOTEL_FIELDS,
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
+    ExotelOptions,
     GatewayOptions,
+    GenesysOptions,
+    JambonzOptions,
     PlivoOptions,
     TelnyxOptions,
     TwilioOptions,
@@ -56,6 +62,8 @@ class ServerSettings:
     uvloop: bool = True  # run the event loops on uvloop (libuv) rather than asyncio's own
     # GET /metrics wants this bearer token (named environment variable); "": no token.
     metrics_token_env: str = ""
+    # /calls wants this token (named environment variable); "": this machine's clients only.
+    calls_token_env: str = ""
     # Honour X-Forwarded-Proto/Host from the proxy in front (TwiML then says wss://).
     trusted_proxy: bool = False
 
@@ -106,6 +114,25 @@ class AudioSettings:
             )
 
 
+_RELAY_ATTRIBUTE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRelaySettings:
+    """``providers.twilio.conversationrelay``: the ConversationRelay (text) routes."""
+
+    enabled: bool = True
+    attributes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in self.attributes:
+            if not _RELAY_ATTRIBUTE.fullmatch(name) or name == "url":
+                raise ConfigError(
+                    f"attributes: {name!r} is not a <ConversationRelay> attribute name "
+                    "(letters and digits; url is the gateway's)"
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class TwilioSettings:
     """``providers.twilio``: the voice webhook and the Media Streams route."""
@@ -117,6 +144,7 @@ class TwilioSettings:
     stream_secret_env: str = ""
     stream_token_ttl_s: float = 300.0
     allow_unauthenticated: bool = False
+    conversationrelay: ConversationRelaySettings = field(default_factory=ConversationRelaySettings)
 
     def __post_init__(self) -> None:
         for name in ("auth_token_env", "stream_secret_env"):
@@ -287,6 +315,134 @@ class VonageSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ExotelSettings:
+    """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.exotel.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.exotel.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.exotel needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> ExotelOptions:
+        """The server's Exotel options, with the secret the CLI resolved."""
+        return ExotelOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.exotel.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JambonzSettings:
+    """``providers.jambonz``: the calling webhook (a listen verb) and the listen socket."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = ()
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.jambonz.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.jambonz.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.jambonz needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> JambonzOptions:
+        """The server's Jambonz options, with the secret the CLI resolved."""
+        return JambonzOptions(
+            parameters=self.parameters,
+            webhook_fields=self.webhook_fields,
+            sample_rate=self.sample_rate,
+            username=self.username,
+            password=secrets.get("providers.jambonz.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenesysSettings:
+    """``providers.genesys``: the AudioHook (Audio Connector) WebSocket route."""
+
+    enabled: bool = True
+    api_key_env: str = ""
+    client_secret_env: str = ""
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        for key in ("api_key_env", "client_secret_env"):
+            name = getattr(self, key)
+            if name and not _ENV_NAME.fullmatch(name):
+                raise ConfigError(f"{key} must name an environment variable, got {name!r}")
+        if self.client_secret_env and not self.api_key_env:
+            raise ConfigError("client_secret_env needs api_key_env (the signature's keyid)")
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secrets this section names."""
+        names = {
+            "providers.genesys.api_key_env": self.api_key_env,
+            "providers.genesys.client_secret_env": self.client_secret_env,
+        }
+        return {path: name for path, name in names.items() if name and self.enabled}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        signed = self.api_key_env and self.client_secret_env
+        if not self.enabled or self.allow_unauthenticated or signed:
+            return None
+        return "providers.genesys needs api_key_env and client_secret_env"
+
+    def options(self, secrets: Mapping[str, str]) -> GenesysOptions:
+        """The server's Genesys options, with the secrets the CLI resolved."""
+        return GenesysOptions(
+            api_key=secrets.get("providers.genesys.api_key_env"),
+            client_secret=secrets.get("providers.genesys.client_secret_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -295,6 +451,9 @@ class ProvidersSettings:
     telnyx: TelnyxSettings = field(default_factory=TelnyxSettings)
     plivo: PlivoSettings = field(default_factory=PlivoSettings)
     vonage: VonageSettings = field(default_factory=VonageSettings)
+    exotel: ExotelSettings = field(default_factory=ExotelSettings)
+    jambonz: JambonzSettings = field(default_factory=JambonzSettings)
+    genesys: GenesysSettings = field(default_factory=GenesysSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +504,11 @@ class StoreSettings:
     resume_line: str = "Sorry, we were cut off. Where were we?"
     #: How long a call's lease in the Redis call registry outlives its node's last renewal.
     lease_s: float = 5.0
+    #: Every call's timeline as JSONL under data_dir/calls (shown by /calls).
+    call_logs: bool = True
+    call_log_max_bytes: int = 1024 * 1024
+    call_logs_kept: int = 1000
+    call_log_max_age_s: float = 7 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         if not _ENV_NAME.fullmatch(self.redis_url_env):
@@ -353,9 +517,28 @@ class StoreSettings:
             )
         if not self.key_prefix or ":" in self.key_prefix:
             raise ConfigError(f"key_prefix must be non-empty without ':', got {self.key_prefix!r}")
-        for name in ("memory_ttl_s", "call_ttl_s", "timeout_s", "lease_s"):
+        for name in (
+            "memory_ttl_s",
+            "call_ttl_s",
+            "timeout_s",
+            "lease_s",
+            "call_log_max_bytes",
+            "call_logs_kept",
+            "call_log_max_age_s",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+
+    def call_log_options(self) -> CallLogOptions | None:
+        """Where the gateway writes call logs, or None when they are off."""
+        if not self.call_logs:
+            return None
+        return CallLogOptions(
+            self.data_dir / "calls",
+            max_bytes=self.call_log_max_bytes,
+            keep=self.call_logs_kept,
+            max_age_s=self.call_log_max_age_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,6 +556,7 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     limits: Limits = field(default_factory=Limits)
+    call_control: CallControlSettings = field(default_factory=CallControlSettings)
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable name, for every secret the CLI must resolve."""
@@ -384,11 +568,16 @@ class Settings:
             ),
             "providers.browser.api_key_env": browser.api_key_env if browser.enabled else "",
             "server.metrics_token_env": self.server.metrics_token_env,
+            "server.calls_token_env": self.server.calls_token_env,
         }
         providers = self.providers
         names.update(providers.telnyx.secret_env_names())
         names.update(providers.plivo.secret_env_names())
         names.update(providers.vonage.secret_env_names())
+        names.update(providers.exotel.secret_env_names())
+        names.update(providers.jambonz.secret_env_names())
+        names.update(providers.genesys.secret_env_names())
+        names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
     def check_exposure(self) -> None:
@@ -406,7 +595,9 @@ class Settings:
             problems.append("providers.twilio needs auth_token_env and stream_secret_env")
         if browser.enabled and not browser.allow_unauthenticated and not browser.api_key_env:
             problems.append("providers.browser needs api_key_env")
-        for section in (self.providers.telnyx, self.providers.plivo, self.providers.vonage):
+        providers = self.providers
+        sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
+        for section in (*sections, providers.jambonz, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -425,6 +616,9 @@ class Settings:
         """The server's options; ``secrets`` (key path -> value) are resolved by the CLI."""
         twilio, browser = self.providers.twilio, self.providers.browser
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
+        relay = twilio.conversationrelay
+        exotel, jambonz = self.providers.exotel, self.providers.jambonz
+        genesys = self.providers.genesys
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -434,6 +628,8 @@ class Settings:
             capacity=self.server.capacity,
             shutdown_deadline_s=self.server.shutdown_deadline_s,
             metrics_token=secrets.get("server.metrics_token_env"),
+            calls_token=secrets.get("server.calls_token_env"),
+            call_logs=self.store.call_log_options(),
             trusted_proxy=self.server.trusted_proxy,
             limits=self.limits,
             twilio=TwilioOptions(
@@ -442,6 +638,7 @@ class Settings:
                 auth_token=twilio_auth_token,
                 stream_secret=secrets.get("providers.twilio.stream_secret_env"),
                 stream_token_ttl_s=twilio.stream_token_ttl_s,
+                relay_attributes=relay.attributes if relay.enabled else None,
             )
             if twilio.enabled
             else None,
@@ -455,4 +652,7 @@ class Settings:
             telnyx=telnyx.options(secrets) if telnyx.enabled else None,
             plivo=plivo.options(secrets) if plivo.enabled else None,
             vonage=vonage.options(secrets) if vonage.enabled else None,
+            exotel=exotel.options(secrets) if exotel.enabled else None,
+            jambonz=jambonz.options(secrets) if jambonz.enabled else None,
+            genesys=genesys.options(secrets) if genesys.enabled else None,
         )

@@ -149,6 +149,19 @@ class MemorySet:
     value: Any
 
 
+@dataclass(frozen=True, slots=True)
+class EndCall:
+    """End the call once the caller has heard what the turn said; or transfer it.
+
+    Emitted when a response whose metadata says ``end_call: true`` or ``transfer_to: <dest>``
+    is delivered (docs/contract-decisions.md, "Hang-up and transfer"). ``transfer_to`` empty:
+    hang up. Nothing the turn says after it is spoken.
+    """
+
+    turn_id: str
+    transfer_to: str = ""
+
+
 TurnEndReason = Literal["completed", "cancelled", "error"]
 
 
@@ -161,7 +174,9 @@ class TurnEnded:
     detail: str = ""
 
 
-TurnEvent = Say | ToolStarted | ToolFinished | ToolCancelled | Buttons | MemorySet | TurnEnded
+TurnEvent = (
+    Say | ToolStarted | ToolFinished | ToolCancelled | Buttons | MemorySet | EndCall | TurnEnded
+)
 
 
 class TurnEventStream(Protocol):
@@ -239,6 +254,9 @@ def event_record(event: TurnEvent) -> dict[str, Any]:
             return {"event": "buttons", "turn_id": turn_id, "buttons": listed}
         case MemorySet(turn_id, name, value):
             return {"event": "memory_set", "turn_id": turn_id, "name": name, "value": value}
+        case EndCall(turn_id, transfer_to):
+            record = {"event": "end_call", "turn_id": turn_id}
+            return record | ({"transfer_to": transfer_to} if transfer_to else {})
         case TurnEnded(turn_id, reason, detail):
             record = {"event": "turn_ended", "turn_id": turn_id, "reason": reason}
             return record | ({"detail": detail} if detail else {})

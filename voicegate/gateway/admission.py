@@ -9,20 +9,24 @@ reason in the body; after it, WebSocket closes with a reason.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from voicegate.codecs import CallStarted
 from voicegate.gateway.auth import (
     STREAM_TOKEN_PARAMETER,
+    basic_valid,
     bearer_valid,
     issue_stream_token,
     origin_allowed,
     stream_token_problem,
 )
+from voicegate.gateway.calllog import CallLog
 from voicegate.gateway.calls import ActiveCall, CallRegistry
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 from voicegate.gateway.ratelimit import RateLimiter, SocketCounter
@@ -33,6 +37,8 @@ from voicegate.gateway.twiml import (
     signature_valid,
     websocket_url,
 )
+
+log = logging.getLogger(__name__)
 
 #: The browser page's cookie: a token proving the client loaded this gateway's page.
 PAGE_COOKIE = "voicegate_page"
@@ -49,6 +55,8 @@ class StartGate:
     registry: CallRegistry
     call: ActiveCall
     authenticate: Authenticator | None = None
+    #: The call's log on disk (gateway/calllog.py), when the gateway keeps them.
+    log: CallLog | None = None
 
     @property
     def call_id(self) -> str:
@@ -62,6 +70,11 @@ class StartGate:
             if problem is not None:
                 return Refusal(CLOSE_POLICY_VIOLATION, problem)
         return self.registry.start(self.call, call.call_id or call.stream_id)
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Append one timeline record to the call's log (if kept)."""
+        if self.log is not None:
+            self.log.record(record)
 
 
 def twilio_token_check(twilio: TwilioOptions) -> Authenticator | None:
@@ -150,6 +163,23 @@ def _key_or_page(request: web.Request, browser: BrowserOptions) -> bool:
         return False
     token = {STREAM_TOKEN_PARAMETER: cookie}
     return stream_token_problem(browser.api_key, PAGE_SUBJECT, token, time.time()) is None
+
+
+def basic_refusal(
+    request: web.Request, dialect: str, username: str, password: str | None
+) -> web.Response | None:
+    """401 when HTTP Basic credentials are configured and the request lacks them, else None.
+
+    Exotel (stream URL user-info) and Jambonz (``wsAuth``, basic-auth webhooks) authenticate
+    this way; docs/protocols/exotel.md, jambonz.md.
+    """
+    if password is None:
+        return None
+    if basic_valid(request.headers.get("Authorization"), username, password):
+        return None
+    log.warning("%s %s: missing or wrong Basic credentials", dialect, request.path)
+    headers = {"WWW-Authenticate": f'Basic realm="voicegate {dialect}"'}
+    return web.Response(status=401, text="missing or wrong credentials\n", headers=headers)
 
 
 def request_base(options: GatewayOptions, request: web.Request) -> str:

@@ -1,4 +1,4 @@
-"""Who may open a call: Twilio stream tokens and browser origins (issue 15 #8, #9).
+"""Who may open a call: Twilio stream tokens, browser origins, HTTP Basic (issue 15 #8, #9).
 
 A Twilio media stream proves it belongs to a call this gateway answered with a short-lived
 token the webhook writes into the TwiML ``<Stream>`` as a ``<Parameter>``; it comes back in
@@ -72,3 +72,24 @@ def bearer_valid(authorization: str | None, api_key: str) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(given.strip().encode("ascii"), api_key.encode("utf-8"))
+
+
+def basic_valid(authorization: str | None, username: str, password: str) -> bool:
+    """Whether an ``Authorization: Basic`` header carries ``username`` and ``password``.
+
+    HTTP Basic (RFC 7617): base64 of ``user:password``. Exotel sends it for credentials in the
+    stream URL's user-info, Jambonz for ``wsAuth``; both names are compared in constant time.
+    """
+    if authorization is None or not authorization.isascii():
+        return False
+    scheme, _, encoded = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True)
+    except ValueError:
+        return False
+    given_user, colon, given_password = decoded.partition(b":")
+    user_ok = hmac.compare_digest(given_user, username.encode("utf-8"))
+    password_ok = hmac.compare_digest(given_password, password.encode("utf-8"))
+    return bool(colon) and user_ok and password_ok

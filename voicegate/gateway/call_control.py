@@ -3,8 +3,15 @@
 Closing the media socket ends a call only where the answer document has nothing after the
 stream (voicegate's own TeXML, Plivo XML and NCCO). A Telnyx Call Control call, or a transfer
 anywhere, needs the provider's REST API. Each function below builds one request, sans-I/O
-(:class:`RestRequest`); :func:`perform` sends it. Not yet wired to the engine: the end-call and
-transfer actions of issue 16 call these once the turn seam carries them.
+(:class:`RestRequest`); :func:`perform` sends it. ``gateway/call_ending.py`` picks the request
+for a call when the engine ends or transfers it (issue 16).
+
+- Twilio: ``POST /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json``, form-encoded, HTTP
+  Basic auth with the account SID and auth token; ``Status=completed`` hangs up, ``Twiml=``
+  replaces the call's TwiML, e.g. ``<Response><Dial>...</Dial></Response>`` to transfer
+  (https://www.twilio.com/docs/voice/api/call-resource#update-a-call-resource and
+  https://www.twilio.com/docs/voice/tutorials/how-to-modify-calls-in-progress : "update the
+  Call to tell Twilio to immediately change the TwiML it's using").
 
 - Telnyx Call Control: ``POST /v2/calls/{call_control_id}/actions/hangup`` and
   ``.../actions/transfer`` with ``{"to": ...}``, ``Authorization: Bearer <API key>``
@@ -33,7 +40,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from voicegate.errors import ConfigError, RemoteProtocolError
+from voicegate.gateway.twiml import dial_twiml
 
+TWILIO_API = "https://api.twilio.com/2010-04-01"
 TELNYX_API = "https://api.telnyx.com/v2"
 PLIVO_API = "https://api.plivo.com/v1"
 VONAGE_API = "https://api.nexmo.com/v1"
@@ -43,12 +52,32 @@ VONAGE_JWT_LIFETIME_S = 60
 
 @dataclass(frozen=True, slots=True)
 class RestRequest:
-    """One provider API request: method, absolute URL, headers and an optional JSON body."""
+    """One provider API request: method, URL, headers, and a JSON body or a form body."""
 
     method: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Mapping[str, Any] | None = None
+    form: Mapping[str, str] | None = None
+
+
+def twilio_hangup(
+    account_sid: str, auth_token: str, call_sid: str, *, api: str = TWILIO_API
+) -> RestRequest:
+    """Hang up a Twilio call (``Status=completed`` on its Call resource)."""
+    return _twilio(account_sid, auth_token, call_sid, {"Status": "completed"}, api)
+
+
+def twilio_transfer(
+    account_sid: str, auth_token: str, call_sid: str, to: str, *, api: str = TWILIO_API
+) -> RestRequest:
+    """Transfer a Twilio call: its TwiML becomes a ``<Dial>`` to ``to`` (number or SIP URI)."""
+    return _twilio(account_sid, auth_token, call_sid, {"Twiml": dial_twiml(to)}, api)
+
+
+def _twilio(sid: str, token: str, call_sid: str, form: dict[str, str], api: str) -> RestRequest:
+    url = f"{api}/Accounts/{quote(sid, safe='')}/Calls/{quote(call_sid, safe='')}.json"
+    return RestRequest("POST", url, _basic(sid, token), form=form)
 
 
 def telnyx_hangup(api_key: str, call_control_id: str, *, api: str = TELNYX_API) -> RestRequest:
@@ -144,11 +173,13 @@ async def perform(
 ) -> None:
     """Send ``request``; a non-2xx answer raises RemoteProtocolError with the provider's text."""
     timeout = aiohttp.ClientTimeout(total=timeout_s)
+    form = dict(request.form) if request.form is not None else None
     async with session.request(
         request.method,
         request.url,
         headers=dict(request.headers),
         json=request.body,
+        data=form,
         timeout=timeout,
     ) as reply:
         if not 200 <= reply.status < 300:

@@ -11,10 +11,10 @@ import asyncio
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from voicegate.codecs import Codec
-from voicegate.errors import RemoteProtocolError
+from voicegate.errors import RemoteProtocolError, StoreError
 from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
@@ -22,6 +22,7 @@ from voicegate.gateway.transport import (
     CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
     CallGate,
+    CallLeases,
     CallRunner,
     Refusal,
     Transport,
@@ -29,6 +30,7 @@ from voicegate.gateway.transport import (
 )
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=Exception)
 
 #: After the deadline, how long cancelled calls get to unwind before the drain gives up on them.
 CANCEL_GRACE_S = 5.0
@@ -148,8 +150,15 @@ class CallRegistry:
     nodes is issue 13).
     """
 
-    def __init__(self, capacity: int | CapacityGate, waiting: int | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int | CapacityGate,
+        waiting: int | None = None,
+        leases: CallLeases | None = None,
+    ) -> None:
         self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
+        # The deployment's call registry (Redis): while unreachable, new calls are refused.
+        self._leases = leases
         self._waiting = self._gate.capacity if waiting is None else waiting
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
@@ -179,6 +188,8 @@ class CallRegistry:
                 return Refusal(CLOSE_TRY_AGAIN_LATER, "the gateway is starting, try again")
             case Admission.DRAINING:
                 return Refusal(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+        if self._leases is not None and (unreachable := self._leases.refusal()) is not None:
+            return unreachable
         if self._gate.active_calls() >= self._gate.capacity:
             return self._full()
         return None
@@ -191,6 +202,12 @@ class CallRegistry:
         refusal = self.refusal()
         reason = "ready" if refusal is None else refusal.reason
         return Readiness(refusal is None, reason, self._gate.active_calls(), self._gate.capacity)
+
+    async def check(self) -> Readiness:
+        """:meth:`readiness`, after checking the call registry afresh (bounded, cached)."""
+        if self._leases is not None:
+            await self._leases.check()
+        return self.readiness()
 
     def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
         """Register a new connection, or say why not (checked and registered in one step)."""
@@ -291,10 +308,16 @@ async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Cal
     try:
         await runner(call.transport, codec, gate)
     except Exception as error:
-        protocol_error = _as_protocol_error(error)
+        protocol_error = _only(error, RemoteProtocolError)
+        store_error = _only(error, StoreError)
         if protocol_error is not None:
             log.warning("call %s: protocol error: %s", call.call_id, protocol_error)
             call.decide(close_code_for(protocol_error), str(protocol_error))
+        elif store_error is not None:
+            # A write the store did not take after its retries (or a stale claim): the call
+            # cannot go on without losing it, so it ends, saying why (docs/redis.md).
+            log.error("call %s ended: %s", call.call_id, store_error)
+            call.decide(CLOSE_INTERNAL_ERROR, f"store failed: {store_error}")
         else:
             log.exception("call %s crashed", call.call_id)
             call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")
@@ -302,17 +325,21 @@ async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Cal
         call.decide(CLOSE_NORMAL, "call ended")
 
 
-def _as_protocol_error(error: Exception) -> RemoteProtocolError | None:
-    """The peer's fault, also when a session's task group wrapped it in an ExceptionGroup."""
-    if isinstance(error, RemoteProtocolError):
+def _only(error: Exception, kind: type[E]) -> E | None:
+    """``error`` if it is a ``kind``, also when a session's task group wrapped it (alone, or
+    with others of its kind) in an ExceptionGroup; else None."""
+    if isinstance(error, kind):
         return error
     if isinstance(error, ExceptionGroup):
-        matched, rest = error.split(RemoteProtocolError)
+        matched, rest = error.split(kind)
         if matched is not None and rest is None:
-            return _first_leaf(matched)
+            return _first_leaf(matched, kind)
     return None
 
 
-def _first_leaf(group: ExceptionGroup[RemoteProtocolError]) -> RemoteProtocolError:
-    first = group.exceptions[0]
-    return first if isinstance(first, RemoteProtocolError) else _first_leaf(first)
+def _first_leaf(group: ExceptionGroup[E], kind: type[E]) -> E:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    assert isinstance(first, kind)  # split() kept only this kind and groups of it
+    return first

@@ -23,12 +23,14 @@ from typing import Self
 
 from aiohttp import web
 
+from voicegate.gateway.calllog import CallLogs
 from voicegate.gateway.calls import CallRegistry, DrainResult
 from voicegate.gateway.loopwatch import watch_loop
 from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.server import build_app
+from voicegate.gateway.session import SessionRunner
 from voicegate.gateway.transport import CLOSE_INTERNAL_ERROR, CallRunner
 
 log = logging.getLogger(__name__)
@@ -58,19 +60,37 @@ class Gateway:
         worker: int = 0,
         reuse_port: bool = False,
         metrics: GatewayMetrics | None = None,
+        app: web.Application | None = None,
+        unix_path: str | None = None,
     ) -> None:
         """``board`` and ``worker``: this worker's slot (default: a private one-slot board);
         ``reuse_port``: share the port with the other workers (SO_REUSEPORT); ``metrics``:
-        served at ``/metrics`` and fed with the calls and the loop lag."""
+        served at ``/metrics`` and fed with the calls and the loop lag; ``app``: an
+        application of your own to add the routes to (docs/api.md); ``unix_path``: listen on
+        that Unix socket instead of TCP (virtual-time replays, docs/replay.md)."""
         self.options = options
         self.board = Scoreboard.private(options.capacity) if board is None else board
         self.worker = worker
+        # With a call registry shared by the nodes (Redis), admission and /readyz consult it.
+        leases = runner.services.leases if isinstance(runner, SessionRunner) else None
         self.calls = CallRegistry(
-            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start
+            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start, leases
         )
         self.metrics = metrics
-        self.app = build_app(runner, options, self.calls, board=self.board, metrics=metrics)
+        logs = options.call_logs
+        # Owned here: its writer thread stops in close(), after the calls have drained.
+        self.call_logs = None if logs is None else CallLogs(logs)
+        self.app = build_app(
+            runner,
+            options,
+            self.calls,
+            board=self.board,
+            metrics=metrics,
+            call_logs=self.call_logs,
+            app=app,
+        )
         self._reuse_port = reuse_port
+        self._unix_path = unix_path
         self._app_runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -96,8 +116,15 @@ class Gateway:
             keepalive_timeout=self.options.limits.http_idle_timeout_s,
         )
         await app_runner.setup()
-        site = web.TCPSite(
-            app_runner, self.options.host, self.options.port, reuse_port=self._reuse_port or None
+        site: web.BaseSite = (
+            web.UnixSite(app_runner, self._unix_path)
+            if self._unix_path
+            else web.TCPSite(
+                app_runner,
+                self.options.host,
+                self.options.port,
+                reuse_port=self._reuse_port or None,
+            )
         )
         try:
             await site.start()
@@ -105,7 +132,7 @@ class Gateway:
             await app_runner.cleanup()
             raise
         self._app_runner = app_runner
-        self._port = int(app_runner.addresses[0][1])
+        self._port = 0 if self._unix_path else int(app_runner.addresses[0][1])
 
     def open(self) -> None:
         """Start admitting calls."""
@@ -129,6 +156,8 @@ class Gateway:
         if self._app_runner is not None:
             await self._app_runner.cleanup()
             self._app_runner = None
+        if self.call_logs is not None:
+            await asyncio.to_thread(self.call_logs.close)
 
     async def __aenter__(self) -> Self:
         await self.start()

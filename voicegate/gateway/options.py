@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
+from voicegate.codecs.exotel import exotel_format
+from voicegate.codecs.jambonz import jambonz_format
 from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
 from voicegate.codecs.telnyx import check_outbound_format as check_telnyx_format
 from voicegate.codecs.vonage import vonage_format
 from voicegate.errors import ConfigError
+from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.telnyx_texml import public_key
 from voicegate.types import AudioFormat
@@ -42,6 +45,9 @@ class TwilioOptions:
     stream_secret: str | None = field(default=None, repr=False)
     # How long a stream token stays valid after the webhook answered.
     stream_token_ttl_s: float = 300.0
+    # <ConversationRelay> attributes (welcomeGreeting, voice, ...) for POST
+    # /conversationrelay/voice; None: the ConversationRelay routes are off.
+    relay_attributes: Mapping[str, str] | None = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +144,67 @@ class VonageOptions:
         vonage_format(self.content_type)  # fail when the server is built
 
 
+#: Exotel applet-URL query parameters forwarded by default as custom parameters.
+DEFAULT_EXOTEL_FIELDS = ("CallFrom", "CallTo")
+
+
+@dataclass(frozen=True, slots=True)
+class ExotelOptions:
+    """The Exotel routes: ``GET /exotel/url`` (the applet's dynamic URL) and ``/exotel``."""
+
+    # Static custom parameters of the stream URL; they come back in start.custom_parameters.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Dynamic-URL query parameters copied into the custom parameters, when present.
+    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
+    # The stream's audio rate both ways (?sample-rate=): 8000, 16000 or 24000.
+    sample_rate: int = 8000
+    # HTTP Basic credentials Exotel must present (the URL's user-info); None: not checked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        exotel_format(self.sample_rate)  # fail when the server is built
+        if len(self.parameters) + len(self.webhook_fields) > 3:
+            raise ConfigError("exotel takes at most 3 custom parameters (parameters + fields)")
+        if (self.password is None) != (not self.username):
+            raise ConfigError("exotel username and password go together")
+
+
+@dataclass(frozen=True, slots=True)
+class JambonzOptions:
+    """The Jambonz routes: ``/jambonz/call`` (a listen verb), its actionHook, ``/jambonz``."""
+
+    # Static listen metadata; it comes back in the socket's first message.
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Calling-webhook fields copied into the metadata (the first message has from/to already).
+    webhook_fields: tuple[str, ...] = ()
+    # listen sampleRate and bidirectionalAudio.sampleRate: the audio rate both ways.
+    sample_rate: int = 8000
+    # HTTP Basic credentials the webhooks and the socket (wsAuth) must carry; None: unchecked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        jambonz_format(self.sample_rate)  # fail when the server is built
+        if (self.password is None) != (not self.username):
+            raise ConfigError("jambonz username and password go together")
+
+
+@dataclass(frozen=True, slots=True)
+class GenesysOptions:
+    """The ``/genesys`` AudioHook (Audio Connector) route (docs/protocols/genesys.md)."""
+
+    # The integration's API key, which X-API-KEY must carry; None: not checked.
+    api_key: str | None = field(default=None, repr=False)
+    # The integration's client secret (base64); when set, upgrades need a valid HTTP message
+    # signature keyed with it (gateway/audiohook.py).
+    client_secret: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.client_secret is not None and self.api_key is None:
+            raise ConfigError("genesys client_secret needs api_key (the signature's keyid)")
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserOptions:
     """The ``/browser`` route (docs/protocols/browser.md)."""
@@ -171,6 +238,11 @@ class GatewayOptions:
     shutdown_deadline_s: float = 30.0
     # When set, GET /metrics wants ``Authorization: Bearer <token>`` (else 403).
     metrics_token: str | None = field(default=None, repr=False)
+    # When set, /calls wants it (Bearer, or HTTP Basic with it as password); None: /calls
+    # serves clients on this machine only (gateway/callviews.py).
+    calls_token: str | None = field(default=None, repr=False)
+    # Where every call's timeline is written as JSONL and read by /calls; None: not kept.
+    call_logs: CallLogOptions | None = None
     # Behind a proxy this gateway trusts: take the scheme and host of URLs from its
     # X-Forwarded-Proto and X-Forwarded-Host (never from an untrusted peer: it could then
     # choose the URL that Twilio signatures are checked against).
@@ -181,3 +253,6 @@ class GatewayOptions:
     telnyx: TelnyxOptions | None = field(default_factory=TelnyxOptions)
     plivo: PlivoOptions | None = field(default_factory=PlivoOptions)
     vonage: VonageOptions | None = field(default_factory=VonageOptions)
+    exotel: ExotelOptions | None = field(default_factory=ExotelOptions)
+    jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)
+    genesys: GenesysOptions | None = field(default_factory=GenesysOptions)

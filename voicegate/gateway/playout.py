@@ -14,9 +14,12 @@ bot speech takes 25 messages instead of 50 (each one a JSON encode, a base64 and
 send on the loop; bench/media_cost.py).
 
 Every segment is followed by a provider mark (``SetMark``); the :class:`PlayoutLedger` turns
-the echoed marks into "what the caller heard". Each segment carries the epoch of its turn;
-segments of an older epoch are dropped here, before any byte reaches the codec (design §5).
-Pure and synchronous: it returns codec commands, the session sends them.
+the echoed marks into "what the caller heard". A provider with no acknowledgement (Jambonz,
+``Capabilities.playback_acks`` false) gets ``estimate_acks``: each mark falls due on the
+playout's own clock when the audio sent before it has had time to play (:meth:`due_marks`),
+and the session treats it as echoed, noting that it is an estimate. Each segment carries the
+epoch of its turn; segments of an older epoch are dropped here, before any byte reaches the
+codec (design §5). Pure and synchronous: it returns codec commands, the session sends them.
 """
 
 from __future__ import annotations
@@ -59,6 +62,21 @@ def chunk_for(chunk_ms: int, frame_ms: int, send_ahead_ms: int) -> int:
     return max(frame_ms, min(chunk_ms // frame_ms * frame_ms, most))
 
 
+def provider_pace(
+    chunk_ms: int, send_ahead_ms: int, *, frame_ms: int, min_bytes: int, bytes_per_ms: int
+) -> tuple[int, int]:
+    """Chunk and send-ahead, lifted for a provider that wants ``min_bytes`` per message.
+
+    Exotel asks for at least 3.2 kB per media message (codecs/exotel.py): the chunk grows to
+    the whole frames holding that much, and the send-ahead to two chunks, so one chunk is
+    queued at the provider while the previous one plays. Other providers are unchanged.
+    """
+    least = -(-min_bytes // (bytes_per_ms * frame_ms)) * frame_ms
+    if least <= chunk_ms:
+        return chunk_ms, send_ahead_ms
+    return least, max(send_ahead_ms, 2 * least)
+
+
 class Playout:
     """The queue of bot audio for one call, released in ``chunk_ms`` pieces on media time."""
 
@@ -69,6 +87,7 @@ class Playout:
         frame_ms: int = 20,
         send_ahead_ms: int = 100,
         chunk_ms: int | None = None,
+        estimate_acks: bool = False,
     ) -> None:
         self._bytes_per_ms = bytes_per_ms
         self._frame_ms = frame_ms
@@ -84,6 +103,8 @@ class Playout:
         # The segments in the ledger's flight, with their audio, so a cut can re-queue them.
         self._unacked: deque[tuple[str, QueuedSegment]] = deque()
         self._cleared = False  # a cut cleared the provider and nothing was sent since
+        self._estimate_acks = estimate_acks
+        self._estimated: deque[tuple[MediaMs, str]] = deque()  # (due media time, mark)
 
     @property
     def epoch(self) -> int:
@@ -139,8 +160,18 @@ class Playout:
         if self._offset >= len(head.payload):
             self._queue.popleft()
             self._offset = 0
-            commands.append(SetMark(self.ledger.in_flight[-1].mark))
+            mark = self.ledger.in_flight[-1].mark
+            commands.append(SetMark(mark))
+            if self._estimate_acks:  # played once everything sent so far has played
+                self._estimated.append((self._sent_until_ms, mark))
         return commands
+
+    def due_marks(self, now_ms: MediaMs) -> list[str]:
+        """Marks whose audio has played by ``now_ms`` on the playout clock (estimate_acks)."""
+        due = []
+        while self._estimated and self._estimated[0][0] <= now_ms:
+            due.append(self._estimated.popleft()[1])
+        return due
 
     def mark_reached(self, name: str, now_ms: MediaMs) -> tuple[TurnHeard | None, PlayoutNews]:
         """The provider played (or cleared) audio up to mark ``name``."""
@@ -167,6 +198,7 @@ class Playout:
             self._offset = 0
         self._queue.extendleft(reversed([s for s in again if s.payload]))
         self._unacked.clear()
+        self._estimated.clear()  # the provider dropped that audio; the cut settled its marks
         self._sent_until_ms = now_ms
         self._paused = True
         self._cleared = True
@@ -178,6 +210,11 @@ class Playout:
         text = remainder(queued.text, played_ms, segment)
         return replace(queued, payload=queued.payload[start:], text=text)
 
+    def unplayed_ms(self, now_ms: MediaMs) -> int:
+        """Bot audio the caller has not heard yet: queued here, or sent and not yet played."""
+        queued = sum(len(segment.payload) for segment in self._queue) - self._offset
+        return queued // self._bytes_per_ms + max(0, self._sent_until_ms - now_ms)
+
     def flush(self, new_epoch: int, now_ms: MediaMs) -> tuple[list[Command], list[TurnHeard]]:
         """A confirmed interruption: drop queued audio, clear the provider, settle the ledger."""
         self._epoch = new_epoch
@@ -187,6 +224,7 @@ class Playout:
         self._speaking = False
         self._sent_until_ms = now_ms
         self._unacked.clear()
+        self._estimated.clear()
         # After a cut with nothing sent since, the provider holds nothing: one clear is enough.
         commands: list[Command] = [] if self._cleared else [ClearAudio()]
         self._cleared = False

@@ -10,8 +10,10 @@ renewing, so after ``lease_s`` its calls may be taken by another node (the resum
 ``engine/loop/persistence.py``), and its places count no more.
 
 Redis down or slow: every command is bounded by ``timeout_s``; a new call is then refused with
-1013 and the reason (:meth:`refusal` answers ``/readyz`` the same), while calls already running
-go on (their leases lapse only after ``lease_s`` without renewal).
+1013 and the reason (:meth:`check` answers ``/readyz`` the same: a PING at most every
+``health_s``, so probes stay cheap), while calls already running go on (their leases lapse only
+after ``lease_s`` without renewal). A Redis that restarted empty gets this node's leases back at
+the next renewal.
 
 This module implements the small :class:`CallLeases` protocol of its own: the ``CapacityGate``
 of ``gateway/calls.py`` (branch ``workers``) is synchronous and knows no call ids, and a Redis
@@ -25,11 +27,15 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from voicegate.gateway.transport import CLOSE_TRY_AGAIN_LATER, Refusal
@@ -53,14 +59,17 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return {1, ''}
 """
 
-# KEYS: the lease set, the owner hash. ARGV: node, lease ms, call ids. Renews this node's.
+# KEYS: the lease set, the owner hash. ARGV: node, lease ms, call ids. Renews this node's,
+# and takes back a lease nobody holds (a Redis restarted without its data); never another's.
 _RENEW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local renewed = 0
 for i = 3, #ARGV do
-  if redis.call('HGET', KEYS[2], ARGV[i]) == ARGV[1] then
-    redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[i])
+  local owner = redis.call('HGET', KEYS[2], ARGV[i])
+  if owner == ARGV[1] or not owner then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[i])
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[1])
     renewed = renewed + 1
   end
 end
@@ -94,6 +103,8 @@ class RegistryOptions:
     lease_s: float = 10.0
     timeout_s: float = 0.5
     node_id: str = ""
+    #: How long a health check's answer is reused (``/readyz`` may be polled often).
+    health_s: float = 1.0
 
 
 def default_node_id() -> str:
@@ -108,7 +119,13 @@ class RedisCallRegistry:
         self.options = options
         self.node_id = options.node_id or default_node_id()
         self._redis = aioredis.Redis.from_url(
-            url, socket_timeout=options.timeout_s, socket_connect_timeout=options.timeout_s
+            url,
+            socket_timeout=options.timeout_s,
+            socket_connect_timeout=options.timeout_s,
+            # One immediate retry on a fresh connection: a pooled one a restarted Redis
+            # closed fails its next command (the whole exchange stays bounded, _bounded).
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
         )
         self._keys = [f"{options.namespace}:live", f"{options.namespace}:owners"]
         self._acquire = self._redis.register_script(_ACQUIRE)
@@ -117,6 +134,7 @@ class RedisCallRegistry:
         self._count = self._redis.register_script(_COUNT)
         self._mine: set[str] = set()
         self._problem: str | None = None
+        self._checked_at = -float("inf")
 
     @property
     def lease_ms(self) -> int:
@@ -128,6 +146,15 @@ class RedisCallRegistry:
         if self._problem is None:
             return None
         return Refusal(CLOSE_TRY_AGAIN_LATER, f"call registry unavailable: {self._problem}")
+
+    async def check(self) -> Refusal | None:
+        """Like :meth:`refusal`, with a fresh PING when the last answer is older than
+        ``health_s`` (bounded by the timeout; concurrent probes share one PING)."""
+        now = asyncio.get_running_loop().time()
+        if now - self._checked_at >= self.options.health_s:
+            self._checked_at = now
+            await self._bounded(self._redis.ping())
+        return self.refusal()
 
     async def acquire(self, call_id: str) -> Refusal | None:
         """Take the call's lease, or say why not."""
@@ -161,9 +188,11 @@ class RedisCallRegistry:
         return 0 if count is None else int(count)
 
     async def keep_alive(self) -> None:
-        """Renew this node's leases every third of the lease time, until cancelled."""
+        """Renew this node's leases every third of the lease time, until cancelled; check the
+        server too, so a node with no call sees Redis come back without a probe."""
         while True:
             await self.renew()
+            await self.check()
             await asyncio.sleep(self.options.lease_s / 3)
 
     async def aclose(self) -> None:
@@ -174,14 +203,22 @@ class RedisCallRegistry:
         self, script: AsyncScript, args: list[Any], keys: list[str] | None = None
     ) -> Any:
         """Run a script within a bound; a failure is recorded for :meth:`refusal`."""
+        return await self._bounded(script(keys=keys or self._keys, args=args))
+
+    async def _bounded(self, command: Awaitable[Any]) -> Any:
+        """Await one command within a bound; its failure is recorded for :meth:`refusal`."""
         try:
             # The socket timeout bounds each read; this bounds the whole exchange too.
             async with asyncio.timeout(self.options.timeout_s * 2):
-                result = await script(keys=keys or self._keys, args=args)
+                result = await command
         except (RedisError, OSError, TimeoutError) as error:
-            self._problem = str(error) or type(error).__name__
-            log.warning("call registry: %s", self._problem)
+            problem = str(error) or type(error).__name__
+            if problem != self._problem:  # once per outage, not once per renewal
+                log.warning("call registry unavailable: %s", problem)
+            self._problem = problem
             return None
+        if self._problem is not None:
+            log.info("call registry reachable again")
         self._problem = None
         return result
 

@@ -16,7 +16,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from voicegate.codecs import (
     AcceptCall,
@@ -29,31 +28,36 @@ from voicegate.codecs import (
     Hangup,
     MarkReached,
     PlayAudio,
+    ProtocolReply,
     PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
+from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
     DialogueEngine,
+    EndCall,
     Say,
     TurnEnded,
     TurnEvent,
     UserInput,
-    event_record,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
+from voicegate.gateway.call_ending import CallControl, hang_up
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
+from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
+from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
 from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
+    CLOSE_TRY_AGAIN_LATER,
     CallGate,
     CallLeases,
     Refusal,
@@ -103,6 +107,8 @@ class CallServices:
     leases: CallLeases | None = None
     #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
     turns: TurnFactory = field(default_factory=TurnFactory)
+    #: Hangs up and transfers through the providers' APIs (issue 16); None: the socket only.
+    call_control: CallControl | None = None
 
 
 class CallSession:
@@ -126,7 +132,7 @@ class CallSession:
         limits = settings.limits
         observers = () if services.observer is None else (services.observer(),)
         self.timeline = Timeline(
-            listeners=(self._unpublished.append, *observers),
+            listeners=(self._unpublished.append, gate.record, *observers),
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
@@ -147,6 +153,10 @@ class CallSession:
         self._speculation: Speculation | None = None
         self._turn_id = ""
         self._turn_count = 0
+        self._started: CallStarted | None = None
+        # The engine ended the call: done once its turn is over and the caller heard it all.
+        self._ending: EndCall | None = None
+        self._ending_turn_over = False
 
     @property
     def call_id(self) -> str:
@@ -212,6 +222,9 @@ class CallSession:
                 await self._apply(bargein.Dtmf(self._now_ms, digit))
             case MarkReached(name=name):
                 await self._on_mark(name)
+            case ProtocolReply(messages=messages):
+                for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
+                    await self._transport.send(message)
             case CallEnded(reason=reason):
                 self.timeline.emit(self._now_ms, "call_ended", reason=reason)
                 await self._transport.close(CLOSE_NORMAL, "call ended")
@@ -222,20 +235,27 @@ class CallSession:
         """Take a call slot and open the call; False if the gateway refuses it."""
         refusal = self._gate.started(started) or await self._lease(started)
         if refusal is not None:
-            self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
-            with contextlib.suppress(LocalProtocolError):
-                await self._send(Hangup(refusal.reason))  # the browser's `stop`
-            await self._transport.close(refusal.code, refusal.reason)
+            await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
+        self._started = started
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
-        self._playout = Playout(
-            bytes_per_ms=wire.bytes_for_ms(1000) // 1000,
+        bytes_per_ms = wire.bytes_for_ms(1000) // 1000
+        chunk_ms, send_ahead_ms = provider_pace(
+            self._settings.chunk_ms,
+            self._settings.send_ahead_ms,
             frame_ms=self._settings.frame_ms,
-            send_ahead_ms=self._settings.send_ahead_ms,
-            chunk_ms=self._settings.chunk_ms,
+            min_bytes=self._codec.capabilities.outbound_frames.min_bytes,
+            bytes_per_ms=bytes_per_ms,
+        )
+        self._playout = Playout(
+            bytes_per_ms=bytes_per_ms,
+            frame_ms=self._settings.frame_ms,
+            send_ahead_ms=send_ahead_ms,
+            chunk_ms=chunk_ms,
+            estimate_acks=not self._codec.capabilities.playback_acks,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
@@ -250,11 +270,25 @@ class CallSession:
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
         )
         info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
-        await self._services.engine.open(info)
+        try:
+            await self._services.engine.open(info)
+        except StoreError as error:
+            # The store could not claim or load the call: nothing started, the provider may
+            # try again later (docs/redis.md, "When Redis is down or slow").
+            log.warning("call %s: store unavailable: %s", self._call_id, error)
+            await self._refuse(Refusal(CLOSE_TRY_AGAIN_LATER, f"store unavailable: {error}"))
+            return False
         self._engine_open = True
         assert self._tasks is not None
         self._tasks.create_task(self._read_transcripts(self._stt))
         return True
+
+    async def _refuse(self, refusal: Refusal) -> None:
+        """Turn the call away at its start: the hang-up (the browser's `stop`), the close."""
+        self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
+        with contextlib.suppress(LocalProtocolError):
+            await self._send(Hangup(refusal.reason))
+        await self._transport.close(refusal.code, refusal.reason)
 
     async def _lease(self, started: CallStarted) -> Refusal | None:
         """Take the call's lease across nodes, when the deployment shares a registry."""
@@ -319,10 +353,10 @@ class CallSession:
                 self._speculate(self._turns)
         await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
 
-    async def _on_mark(self, name: str) -> None:
+    async def _on_mark(self, name: str, **estimated: bool) -> None:
         assert self._playout is not None
         heard, news = self._playout.mark_reached(name, self._now_ms)
-        self.timeline.emit(self._now_ms, "mark_played", name=name)
+        self.timeline.emit(self._now_ms, "mark_played", name=name, **estimated)
         if heard is not None:
             await self._report_heard(heard)
         await self._on_playout_news(news)
@@ -371,14 +405,17 @@ class CallSession:
             epoch=cancel.epoch,
         )
         turn, turn_id = self._turn, self._turn_id
+        self._ending = None  # the caller cut into the goodbye: they have more to say
         if turn is not None and not turn.done():
             turn.cancel()
             self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
+        dropped_ms = self._playout.unplayed_ms(self._now_ms)  # never heard: issue 18
         commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
         if self._turns is not None:
             self._turns.flushed(self._now_ms)
         await self._send_all(commands)
-        self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
+        verb = self._codec.capabilities.flush_verb
+        self.timeline.emit(self._now_ms, "flush_sent", verb=verb, dropped_ms=dropped_ms)
         reported = {h.turn_id for h in heard}
         for settled in heard:
             await self._report_heard(settled)
@@ -455,7 +492,7 @@ class CallSession:
         assert self._playout is not None
         failed = None
         for event, segment in speculation.held:
-            self.timeline.emit(self._now_ms, **_event_fields(event))
+            self.timeline.emit(self._now_ms, **event_fields(event))
             if segment is not None:
                 self._playout.enqueue(segment)
             elif isinstance(event, TurnEnded) and event.reason == "error":
@@ -475,7 +512,7 @@ class CallSession:
         if isinstance(event, Say):
             segment = await self._segment(event, epoch)
             if speculation.confirmed:  # confirmed while this was synthesised: play it now
-                self.timeline.emit(self._now_ms, **_event_fields(event))
+                self.timeline.emit(self._now_ms, **event_fields(event))
                 self._enqueue(segment)
                 await self._release()
                 return True
@@ -499,7 +536,7 @@ class CallSession:
             async with stream:
                 # An engine on the dialogue plane names the turn once it has started there.
                 self.timeline.emit(
-                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=_input(user)
+                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=input_fields(user)
                 )
                 if speculation is None:
                     self._turn_id = stream.turn_id
@@ -540,9 +577,11 @@ class CallSession:
             log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
 
     async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
-        self.timeline.emit(self._now_ms, **_event_fields(event))
+        self.timeline.emit(self._now_ms, **event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
+        elif isinstance(event, EndCall):
+            self._ending, self._ending_turn_over = event, False
         elif isinstance(event, TurnEnded) and event.reason == "error":
             await self._on_turn_failed(event, epoch)
 
@@ -555,7 +594,7 @@ class CallSession:
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
             if not isinstance(event, Say):
-                self.timeline.emit(self._now_ms, **_event_fields(event))
+                self.timeline.emit(self._now_ms, **event_fields(event))
 
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playout is not None
@@ -563,6 +602,34 @@ class CallSession:
         if heard is not None:
             await self._report_heard(heard)
         await self._apply(bargein.TurnEnded(self._now_ms))
+        if self._ending is not None and self._ending.turn_id == turn_id:
+            self._ending_turn_over = True
+            await self._end_when_heard()
+
+    async def _end_when_heard(self) -> None:
+        """End the call the engine ended, once the last utterance was heard (all marks back).
+
+        Rasa's Twilio Media Streams channel does the same: hang up after the last mark
+        (shared/spec/providers.md §b.1); hanging up earlier would cut the goodbye short.
+        """
+        ending = self._ending
+        if ending is None or not self._ending_turn_over:
+            return
+        assert self._playout is not None
+        if not self._playout.idle:
+            return  # a later mark (or flush) calls again
+        self._ending = None
+        await self._end_call(ending.transfer_to)
+
+    async def _end_call(self, transfer_to: str) -> None:
+        await hang_up(
+            transfer_to,
+            codec=self._codec,
+            transport=self._transport,
+            emit=lambda event, **fields: self.timeline.emit(self._now_ms, event, **fields),
+            control=self._services.call_control,
+            started=self._started,
+        )
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
@@ -581,12 +648,15 @@ class CallSession:
         self._playout.enqueue(segment)
 
     async def _report_heard(self, heard: TurnHeard) -> None:
+        # Without playback acknowledgements what was heard is the playout clock's estimate.
+        estimated = {} if self._codec.capabilities.playback_acks else {"estimated": True}
         self.timeline.emit(
             self._now_ms,
             "heard",
             turn_id=heard.turn_id,
             text=heard.text,
             interrupted=heard.interrupted,
+            **estimated,
         )
         await self._services.engine.heard(
             self._gate.call_id, heard.turn_id, heard.text, heard.interrupted
@@ -596,6 +666,9 @@ class CallSession:
 
     async def _release(self) -> None:
         assert self._playout is not None
+        # A provider without acknowledgements: marks fall due on the playout clock.
+        for name in self._playout.due_marks(self._now_ms):
+            await self._on_mark(name, estimated=True)
         commands, news = self._playout.release(self._now_ms)
         # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
         if commands:
@@ -624,6 +697,7 @@ class CallSession:
         if news.drained:
             self.timeline.emit(self._now_ms, "bot_quiet")
             await self._apply(bargein.PlayoutDrained(self._now_ms))
+            await self._end_when_heard()
 
     async def _send_all(self, commands: list[Command]) -> None:
         for command in commands:
@@ -645,20 +719,6 @@ class CallSession:
                 await self._send(Hangup("call over"))
 
 
-def _input(user: UserInput) -> dict[str, str]:
-    match user:
-        case DtmfInput(digits=digits):
-            return {"dtmf": digits}
-        case TranscriptInput(text=text):
-            return {"text": text}
-    return {"kind": type(user).__name__}
-
-
-def _event_fields(event: TurnEvent) -> dict[str, Any]:
-    record = event_record(event)
-    return {"event": record.pop("event"), **record}
-
-
 class SessionRunner:
     """The gateway's ``CallRunner``: one :class:`CallSession` per accepted call.
 
@@ -675,7 +735,11 @@ class SessionRunner:
 
     async def __call__(self, transport: Transport, codec: Codec, gate: CallGate) -> None:
         """Run one call to its end."""
-        session = CallSession(transport, codec, self._services, self._settings, gate)
+        session: CallSession | RelaySession
+        if isinstance(codec, ConversationRelayCodec):  # text, not audio: its own session
+            session = RelaySession(transport, codec, self._services, self._settings, gate)
+        else:
+            session = CallSession(transport, codec, self._services, self._settings, gate)
         try:
             await session.run()
         finally:

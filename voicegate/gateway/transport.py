@@ -9,7 +9,7 @@ over any transport.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from voicegate.codecs import CallStarted, Codec
 from voicegate.errors import PolicyViolationError, RemoteProtocolError
@@ -68,6 +68,10 @@ class CallGate(Protocol):
         """Take a call slot at `start`, or say why not (authentication, capacity, duplicate)."""
         ...
 
+    def record(self, record: dict[str, Any]) -> None:
+        """One record of the call's timeline, for the gateway's own log of the call."""
+        ...
+
 
 class CallLeases(Protocol):
     """Admission of calls by provider call id, across every node of a deployment."""
@@ -78,6 +82,14 @@ class CallLeases(Protocol):
 
     async def release(self, call_id: str) -> None:
         """Give the call's lease back (the call ended on this node)."""
+        ...
+
+    def refusal(self) -> Refusal | None:
+        """Why a new call would be refused now (the registry unreachable), as last seen."""
+        ...
+
+    async def check(self) -> Refusal | None:
+        """The same, checked afresh within a short timeout (the answer reused briefly)."""
         ...
 
 

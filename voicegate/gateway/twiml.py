@@ -14,6 +14,7 @@ import hmac
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import parse_qs, urlsplit, urlunsplit
+from xml.sax.saxutils import escape as xml_escape
 
 #: Characters XML 1.0 does not allow at all (§2.2), even escaped: dropped from values.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -59,6 +60,16 @@ def connect_stream_twiml(stream_url: str, parameters: Iterable[tuple[str, str]])
             "",
         ]
     )
+
+
+def dial_twiml(to: str) -> str:
+    """A TwiML document dialling ``to``: a number, or a SIP URI through ``<Sip>``.
+
+    https://www.twilio.com/docs/voice/twiml/dial (a number as the verb's text) and
+    https://www.twilio.com/docs/voice/twiml/sip (``<Sip>`` for a ``sip:`` URI).
+    """
+    noun = f"<Sip>{xml_escape(to)}</Sip>" if to.lower().startswith("sip:") else xml_escape(to)
+    return f"<Response><Dial>{noun}</Dial></Response>"
 
 
 def stream_parameters(

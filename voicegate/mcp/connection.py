@@ -27,6 +27,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Implementation, Tool
 
+from voicegate.clock.virtual import holding
 from voicegate.errors import McpServerError
 from voicegate.mcp.config import HttpTransport, McpServerConfig, StdioTransport
 from voicegate.mcp.watch import watched
@@ -89,8 +90,10 @@ class McpConnection:
         self._task = tasks.create_task(self._hold(ready), name=f"mcp server {self.server.name}")
         limit = self._options.connect_timeout
         try:
-            async with asyncio.timeout(limit):
-                return await asyncio.shield(ready)
+            # A server answers in its own time: virtual time waits for it (docs/replay.md).
+            with holding():
+                async with asyncio.timeout(limit):
+                    return await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
             raise self._failure(f"no answer within {limit:g} s") from None
@@ -106,7 +109,8 @@ class McpConnection:
         client = self._client
         if client is None or self._broken:
             raise MCPError(CONNECTION_CLOSED, "the connection is closed")
-        return await client.call_tool(name, dict(arguments))
+        with holding():  # virtual time stands still until the server answers
+            return await client.call_tool(name, dict(arguments))
 
     async def close(self) -> None:
         """Shut the session down (a stdio server's process is stopped) and wait for it."""

@@ -25,10 +25,13 @@ import onnxruntime as ort
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
+from voicegate.clock.virtual import charged, virtual_loop
 from voicegate.errors import ConfigError
 from voicegate.turns.features import SAMPLE_RATE, last_window, log_mel
 
 MODEL_NAME = "smart-turn-v3.2-cpu.onnx"
+#: The name its inference latency is modelled under in virtual time (clock/virtual.py).
+COMPONENT = "smart-turn"
 #: SHA-256 of the file in pipecat-ai 1.14.0 (pipecat/audio/turn/smart_turn/data/).
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 
@@ -88,15 +91,22 @@ class SmartTurnModel:
         return float(np.asarray(outputs[0]).reshape(-1)[0])
 
     def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
-        """Score on a worker thread (poll the future); None when too many already wait."""
+        """Score on a worker thread (poll the future); None when too many already wait.
+
+        In virtual time the score is ready one modelled inference later (issue 19), and the
+        CPU share, a wall-clock budget, is not applied: replays decide the same every run.
+        """
+        virtual = virtual_loop() is not None
         with self._lock:
-            if self._pending >= self._capacity or not self._budget.allows(time.monotonic()):
+            if self._pending >= self._capacity:
+                return None
+            if not virtual and not self._budget.allows(time.monotonic()):
                 return None
             self._pending += 1
-        future = self._executor.submit(self._timed, samples, sample_rate)
+        work = self._executor.submit(self._timed, samples, sample_rate)
         # Also runs when a waiting inference is cancelled (its pause resumed): it frees a place.
-        future.add_done_callback(self._finished)
-        return future
+        work.add_done_callback(self._finished)
+        return charged(work, COMPONENT)
 
     @property
     def pending(self) -> int:

@@ -1,8 +1,10 @@
 """Dispatching the model's tool calls (contract §7.5, tools reference "Cancellation").
 
 A call that completes, successfully or not, is recorded in the history and its result goes
-back to the model. A call cancelled mid-await is not recorded: ``ToolCancelled`` is emitted for
-the timeline and the cancellation propagates, so the step stays pending.
+back to the model, unless a memory write it made failed in the store: that ``StoreError``
+ends the turn and the call (docs/redis.md), even if the tool caught it. A call cancelled
+mid-await is not recorded: ``ToolCancelled`` is emitted for the timeline and the
+cancellation propagates, so the step stays pending.
 
 The execution loop resolves the tool itself (the active skill's, gated by its
 ``tool_constraints``) and passes it as ``tool``, or passes the ``refusal`` the model reads
@@ -41,6 +43,7 @@ async def dispatch_call(
     except asyncio.CancelledError:
         channel.emit(ToolCancelled(turn_id, call.call_id, call.name))
         raise
+    session.memory.check()
     session.history.append(
         ToolExecuted(
             turn_id,

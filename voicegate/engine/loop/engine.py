@@ -24,7 +24,7 @@ from voicegate.engine.project.model import Project
 from voicegate.engine.seam import CallInfo, Transcript, UserInput
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
-from voicegate.errors import EngineError, StaleCallError
+from voicegate.errors import EngineError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ class ProjectEngine:
         # With ``resume``, each call's dialogue state is checkpointed and a call opened again
         # with the same id (on this node or another) goes on where it stopped (issue 13).
         self._resume = resume
+        self._resume_line = "" if resume is None else resume.line
         self._checkpoints: dict[str, Checkpoint] = {}
 
     @property
@@ -72,13 +73,17 @@ class ProjectEngine:
         """Start a session: load its memory, resume its saved state or seed it, claim it."""
         if call.call_id in self._sessions:
             raise EngineError(f"call {call.call_id!r} is already open")
-        memory = MemoryState(self.project.memory, self._store, call.memory_key)
+        store: MemoryStore = self._store
+        claimed = None
+        if self._resume is not None:
+            # Claimed before memory is touched: every write of this call carries its epoch.
+            claimed = claim(self._resume.store, call.memory_key)
+            store = claimed.memory(self._store)
+        memory = MemoryState(self.project.memory, store, call.memory_key)
         session = Session(
             call, self.project, self._catalog, memory, self._llm(call.call_id), self._tool_loops
         )
-        checkpoint = None
-        if self._resume is not None:
-            checkpoint = claim(self._resume.store, session, self._resume.line)
+        checkpoint = None if claimed is None else claimed.checkpoint(session, self._resume_line)
         for ref in memory.start_session(call.metadata):
             session.history.append(MemoryWritten("", ref.namespace, ref.entry, memory.value(ref)))
         if checkpoint is not None:
@@ -131,7 +136,7 @@ class ProjectEngine:
         if checkpoint is not None:
             try:
                 checkpoint.save()  # kept until its TTL: the stream may reconnect elsewhere
-            except StaleCallError as error:
+            except StoreError as error:  # stale, or the store failed: the call is over anyway
                 log.warning("call %s: final state not saved: %s", call_id, error)
 
     def session(self, call_id: str) -> Session:

@@ -9,7 +9,9 @@ the first turn says the configured resume line.
 
 Fencing: opening a call *claims* it, which bumps the call's epoch in the store; a save carries
 the epoch of its claim and is refused once another node claimed the call (``StaleCallError``),
-so a stale node that comes back cannot write over the newer node's state.
+so a stale node that comes back cannot write over the newer node's state. The call's memory
+writes carry the epoch too (:class:`FencedMemory`): the check and the write are one atomic
+step in the store (a Lua script on Redis, one statement on SQLite).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.snapshot import Snapshot, dumps, loads
 from voicegate.engine.loop.stream import TurnChannel, TurnStream
 from voicegate.engine.loop.turn_runner import SESSION_START_INPUT, run_turn
+from voicegate.engine.memory.store import InMemoryStore, MemoryStore
 from voicegate.engine.seam import (
     ToolFinished,
     ToolStarted,
@@ -46,6 +49,18 @@ class CallStateStore(Protocol):
         """Save unless another claim came since (then raise ``StaleCallError``)."""
         ...
 
+    def save_memory(
+        self,
+        call_id: str,
+        epoch: int,
+        conversation_id: str,
+        namespace: str,
+        entry: str,
+        json_value: str,
+    ) -> None:
+        """Store one memory value, in the same check as :meth:`save_state`, atomically."""
+        ...
+
     def close(self) -> None:
         """Release the store's resources."""
         ...
@@ -60,10 +75,11 @@ class ResumeOptions:
 
 
 class InMemoryCallStates:
-    """A ``CallStateStore`` in a dict (tests, and the chat command)."""
+    """A ``CallStateStore`` in a dict, its fenced memory writes into ``memory`` (tests)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: InMemoryStore | None = None) -> None:
         self._calls: dict[str, tuple[int, str | None]] = {}
+        self.memory = InMemoryStore() if memory is None else memory
 
     def claim(self, call_id: str) -> tuple[int, str | None]:
         """A new epoch and the saved state."""
@@ -73,13 +89,53 @@ class InMemoryCallStates:
 
     def save_state(self, call_id: str, epoch: int, state_json: str) -> None:
         """Save under the current epoch only."""
+        self._check(call_id, epoch)
+        self._calls[call_id] = (epoch, state_json)
+
+    def save_memory(
+        self,
+        call_id: str,
+        epoch: int,
+        conversation_id: str,
+        namespace: str,
+        entry: str,
+        json_value: str,
+    ) -> None:
+        """Store one memory value under the current epoch only."""
+        self._check(call_id, epoch)
+        self.memory.save(conversation_id, namespace, entry, json_value)
+
+    def _check(self, call_id: str, epoch: int) -> None:
         current, _ = self._calls.get(call_id, (0, None))
         if current != epoch:
             raise StaleCallError(f"call {call_id!r} was taken over by another node")
-        self._calls[call_id] = (epoch, state_json)
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class FencedMemory:
+    """A ``MemoryStore`` for one claimed call: reads from ``memory``, and writes that land only
+    while this node's claim holds (a stale node cannot write over the newer node's memory)."""
+
+    def __init__(self, memory: MemoryStore, calls: CallStateStore, call_id: str, epoch: int):
+        self._memory = memory
+        self._calls = calls
+        self._call_id = call_id
+        self._epoch = epoch
+
+    def load(self, conversation_id: str) -> dict[tuple[str, str], str]:
+        """Every stored value of a conversation."""
+        return self._memory.load(conversation_id)
+
+    def save(self, conversation_id: str, namespace: str, entry: str, json_value: str) -> None:
+        """Store one value under this node's epoch (``StaleCallError`` once it is stale)."""
+        self._calls.save_memory(
+            self._call_id, self._epoch, conversation_id, namespace, entry, json_value
+        )
+
+    def close(self) -> None:
+        """Nothing of its own: the stores belong to the engine."""
 
 
 class Checkpoint:
@@ -100,17 +156,35 @@ class Checkpoint:
             self._last = text
 
 
-def claim(store: CallStateStore, session: Session, resume_line: str) -> Checkpoint:
-    """Claim the call for this node; restore a state an earlier node saved (a resume).
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """This node's claim on a call: its epoch, and the state an earlier claim saved."""
+
+    store: CallStateStore
+    call_id: str
+    epoch: int
+    saved: str | None
+
+    def memory(self, memory: MemoryStore) -> FencedMemory:
+        """The call's memory, its writes fenced by this claim's epoch."""
+        return FencedMemory(memory, self.store, self.call_id, self.epoch)
+
+    def checkpoint(self, session: Session, resume_line: str) -> Checkpoint:
+        """Restore the saved state into ``session`` (a resume), and save it from now on."""
+        if self.saved is not None:
+            restore(session, loads(self.saved))
+            session.resume_line = resume_line
+        return Checkpoint(self.store, session, self.epoch)
+
+
+def claim(store: CallStateStore, call_id: str) -> Claim:
+    """Claim the call for this node: a new epoch, and what an earlier node saved.
 
     Keyed by the provider's call id (``CallInfo.memory_key``), not the gateway's own id: a
     stream that reconnects to another node gets a new gateway id for the same CallSid.
     """
-    epoch, saved = store.claim(session.call.memory_key)
-    if saved is not None:
-        restore(session, loads(saved))
-        session.resume_line = resume_line
-    return Checkpoint(store, session, epoch)
+    epoch, saved = store.claim(call_id)
+    return Claim(store, call_id, epoch, saved)
 
 
 def restore(session: Session, snapshot: Snapshot) -> None:

@@ -23,6 +23,8 @@ from voicegate.engine.loop.framework_calls import run_button_source
 from voicegate.engine.loop.sentences import SentenceSplitter
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.project.response_model import (
+    END_CALL,
+    TRANSFER_TO,
     ButtonSource,
     Placeholder,
     Response,
@@ -74,7 +76,19 @@ async def deliver(turn: Turn, name: str, skill_id: str | None, **engine_values: 
     speak(turn, text)
     if isinstance(variant.buttons, tuple) and variant.buttons:
         turn.channel.offer_buttons(tuple(_button(turn, item, skill_id) for item in variant.buttons))
+    _end_call(turn, variant)
     return text
+
+
+def _end_call(turn: Turn, variant: Variant) -> None:
+    """A response with ``end_call`` or ``transfer_to`` metadata ends the call and the turn.
+
+    voicegate's hang-up and transfer actions (docs/contract-decisions.md): the contract stores
+    metadata keys other than ``rephrase`` on the delivered bot message for the channel (§2.7).
+    """
+    transfer_to = variant.metadata.get(TRANSFER_TO) or ""
+    if variant.metadata.get(END_CALL) is True or transfer_to:
+        turn.channel.end_call(str(transfer_to))
 
 
 def source_owner(turn: Turn, preferred: str | None, tool: str) -> str | None:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Self
 
-from voicegate.engine.seam import Buttons, Say, SaySource, TurnEnded, TurnEvent
+from voicegate.engine.seam import Buttons, EndCall, Say, SaySource, TurnEnded, TurnEvent
 from voicegate.engine.tools.buttons import Button
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ class TurnChannel:
         # A speculative turn's go-ahead (engine/loop/speculation.py); None: not speculative.
         self._hold = hold
         self._cancelled = False
+        self._ending = False
         self._consumer: asyncio.Task[object] | None = None
 
     @property
@@ -46,15 +47,26 @@ class TurnChannel:
         consumer = self._consumer
         return self._cancelled or (consumer is not None and consumer.cancelling() > 0)
 
+    @property
+    def ending(self) -> bool:
+        """True once the turn ended the call: nothing more it says can be heard."""
+        return self._ending
+
     def say(self, text: str, source: SaySource = "tool") -> None:
         """Queue text to speak; dropped once the turn is cancelled (design §4 point 2)."""
-        if not self.is_cancelled:
+        if not self.is_cancelled and not self._ending:
             self.queue.put_nowait(Say(self.turn_id, text, source))
 
     def offer_buttons(self, buttons: tuple[Button, ...]) -> None:
         """Queue buttons for the response being delivered; dropped once cancelled."""
-        if not self.is_cancelled:
+        if not self.is_cancelled and not self._ending:
             self.queue.put_nowait(Buttons(self.turn_id, buttons))
+
+    def end_call(self, transfer_to: str = "") -> None:
+        """Ask the gateway to end (or transfer) the call; later speech is dropped."""
+        if not self.is_cancelled and not self._ending:
+            self._ending = True
+            self.queue.put_nowait(EndCall(self.turn_id, transfer_to))
 
     def emit(self, event: TurnEvent) -> None:
         """Queue a non-speech event (tool, memory and end events are kept for the timeline)."""

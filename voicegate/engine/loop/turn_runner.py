@@ -43,7 +43,7 @@ from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.seam import ButtonPress, TurnEnded, UserInput, user_text
 from voicegate.engine.tools.schema import ToolSpec
-from voicegate.errors import EngineError
+from voicegate.errors import EngineError, StoreError
 
 #: Model steps one user turn may take before the engine stops it (a looping model).
 MAX_MODEL_STEPS = 10
@@ -64,6 +64,8 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
         if user_text(user) == SESSION_START_INPUT:
             await _start_session(turn)
         problem = await _loop(turn)
+    except StoreError:
+        raise  # a write was not kept: the gateway ends the call with the reason
     except EngineError as error:  # LLMError included: the provider failed
         channel.emit(TurnEnded(channel.turn_id, "error", str(error)))
         return
@@ -78,6 +80,10 @@ async def _loop(turn: Turn) -> str | None:
     earlier = session.conversation.messages(session.history.snapshot())
     this_turn: list[Message] = []
     while await run_ready_steps(turn) is Phase.MODEL:
+        if turn.channel.ending:
+            # A response ended the call: the deterministic phase settled the state (a block
+            # that finished completes its skill), but nothing said now could be heard.
+            return None
         if turn.model_calls >= MAX_MODEL_STEPS:
             return f"the model took {MAX_MODEL_STEPS} steps without answering"
         offer = framework_offer(turn)
@@ -123,9 +129,9 @@ def _listens(reply: AssistantMessage) -> bool:
 
 
 async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
-    if turn.wait:
-        skipped = {"error": "not run: the turn is waiting for the user"}
-        return _record(turn, call, skipped, "error")
+    if turn.wait or turn.channel.ending:
+        reason = "the call is ending" if turn.channel.ending else "the turn is waiting for the user"
+        return _record(turn, call, {"error": f"not run: {reason}"}, "error")
     if not _runs_early(turn, call):
         await turn.channel.go_ahead()  # a speculative turn runs no effect before confirmed
     if is_framework_tool(call.name):

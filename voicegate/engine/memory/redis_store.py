@@ -6,7 +6,8 @@ plane's thread (``context.memory.set`` is synchronous in the tools reference, an
 store port async would ripple through ``MemorySlice``, ``EngineCalls`` and every tool's
 ``memory.set``; a synchronous round trip to Redis (~0.1-0.5 ms on a LAN) blocks only the
 dialogue plane, never the media plane (design §10), exactly as the SQLite commit does. Every
-command has a timeout and a bounded retry, so a write either lands or raises ``StoreError``.
+command has a timeout and a bounded retry (``voicegate/retry.py``, each retry logged), so a
+write either lands or raises ``StoreError``; nothing waits on Redis without a bound.
 
 Keys (docs/redis.md), ``<ns>`` being ``<key_prefix>:<project>``:
 
@@ -19,14 +20,17 @@ Keys (docs/redis.md), ``<ns>`` being ``<key_prefix>:<project>``:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import NoBackoff
+from redis.client import Pipeline
 from redis.retry import Retry
 
 from voicegate.errors import StaleCallError, StoreError
+from voicegate.retry import RetryPolicy, call_retrying
 
 # Atomic claim of a call: bump the epoch, return it with the saved state (KEYS[1] the call
 # hash, ARGV[1] the TTL in ms). A node that claims is from now on the only writer.
@@ -38,13 +42,29 @@ return {epoch, state}
 """
 
 # Fenced save: written only while ARGV[1] is still the call's epoch (a stale node that comes
-# back after another node claimed the call is refused, issue 13). Returns 1 or 0.
+# back after another node claimed the call is refused, issue 13). Returns 1 or 0. A call hash
+# that is gone (its TTL passed, or a Redis without persistence restarted) is written again
+# with this epoch: no node holds a newer claim it could overwrite.
 _SAVE = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'state', ARGV[2])
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if epoch and epoch ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'state', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
+
+# Fenced memory write, the same check: KEYS[1] the call hash, KEYS[2] the memory hash; ARGV:
+# epoch, field, value, memory TTL ms. Returns 1, or 0 when another node claimed the call.
+_SAVE_MEMORY = """
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if epoch and epoch ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+#: The errors a retry may cure: the server unreachable, or too slow for one attempt.
+_RETRYABLE = (redis.ConnectionError, redis.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +77,24 @@ class RedisOptions:
     timeout_s: float = 0.5
     retries: int = 2
 
+    @property
+    def retry(self) -> RetryPolicy:
+        """``retries`` more attempts, waits from 50 ms, all within ``(retries + 1) * timeout_s``."""
+        return RetryPolicy(
+            attempts=self.retries + 1,
+            base_s=0.05,
+            max_s=self.timeout_s,
+            budget_s=(self.retries + 1) * self.timeout_s,
+        )
+
 
 class RedisStore:
     """A ``MemoryStore`` and ``CallStateStore`` on one Redis server."""
 
     def __init__(self, url: str, options: RedisOptions) -> None:
         self.options = options
-        retry = Retry(ExponentialBackoff(cap=options.timeout_s, base=0.01), options.retries)
+        # The client's own retries are off: ours are bounded by a budget and logged.
+        retry = Retry(NoBackoff(), 0)
         try:
             self._redis: redis.Redis = redis.Redis.from_url(
                 url,
@@ -76,6 +107,7 @@ class RedisStore:
             raise StoreError(f"bad Redis URL: {error}") from None
         self._claim = self._redis.register_script(_CLAIM)
         self._save = self._redis.register_script(_SAVE)
+        self._save_memory = self._redis.register_script(_SAVE_MEMORY)
 
     def memory_key(self, conversation_id: str) -> str:
         """The hash holding a conversation's memory."""
@@ -93,20 +125,24 @@ class RedisStore:
 
     def load(self, conversation_id: str) -> dict[tuple[str, str], str]:
         """Every stored value of a conversation; reading renews its TTL."""
-        key = self.memory_key(conversation_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.hgetall(key)
-        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
-        rows, _ = self._run("read", pipe.execute)
+        key, ttl = self.memory_key(conversation_id), _ms(self.options.memory_ttl_s)
+        rows, _ = self._run("read", self._transaction, lambda p: p.hgetall(key).pexpire(key, ttl))
         return {_field(name): value for name, value in rows.items()}
 
     def save(self, conversation_id: str, namespace: str, entry: str, json_value: str) -> None:
         """Store one value before returning (HSET is idempotent, so a retry applies it once)."""
-        key = self.memory_key(conversation_id)
+        key, ttl = self.memory_key(conversation_id), _ms(self.options.memory_ttl_s)
+        field = json.dumps([namespace, entry])
+        self._run(
+            "write", self._transaction, lambda p: p.hset(key, field, json_value).pexpire(key, ttl)
+        )
+
+    def _transaction(self, queue: Callable[[Pipeline], object]) -> list[Any]:
+        """The commands ``queue`` adds, in one MULTI/EXEC. A fresh pipeline per attempt: one
+        that failed is emptied, and executing it again would send nothing."""
         pipe = self._redis.pipeline(transaction=True)
-        pipe.hset(key, json.dumps([namespace, entry]), json_value)
-        pipe.pexpire(key, _ms(self.options.memory_ttl_s))
-        self._run("write", pipe.execute)
+        queue(pipe)
+        return pipe.execute()
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -127,10 +163,33 @@ class RedisStore:
         if not self._run("state write", self._save, [self.call_key(call_id)], args):
             raise StaleCallError(f"call {call_id!r} was taken over by another node")
 
+    def save_memory(
+        self,
+        call_id: str,
+        epoch: int,
+        conversation_id: str,
+        namespace: str,
+        entry: str,
+        json_value: str,
+    ) -> None:
+        """Store one memory value unless another node claimed the call (``StaleCallError``)."""
+        keys = [self.call_key(call_id), self.memory_key(conversation_id)]
+        field = json.dumps([namespace, entry])
+        args = [epoch, field, json_value, _ms(self.options.memory_ttl_s)]
+        if not self._run("write", self._save_memory, keys, args):
+            raise StaleCallError(f"call {call_id!r} was taken over by another node")
+
     def _run(self, what: str, command: Any, *args: Any) -> Any:
-        """Run one command (retried by the client); a failure is a ``StoreError``."""
+        """Run one command, retried within the options' bound; a failure is a ``StoreError``.
+
+        Every command here is safe to repeat: HSET sets the same value, a fenced script
+        checks the same epoch, and a claim repeated after a lost reply only bumps the
+        epoch once more (the later claim is the one this node holds).
+        """
         try:
-            return command(*args)
+            return call_retrying(
+                lambda: command(*args), self.options.retry, _RETRYABLE, f"Redis {what}"
+            )
         except redis.RedisError as error:
             raise StoreError(f"Redis {what} failed: {error}") from error
 

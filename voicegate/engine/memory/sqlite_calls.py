@@ -3,7 +3,9 @@
 With the default backend a call resumes after a restart of its (single) node, e.g. a crash
 and a Twilio ``<Redirect>`` to the restarted gateway (issue 13). The epoch check and the write
 are one statement, so a stale writer is refused as on Redis. Rows older than ``ttl_s`` are
-deleted when a call is claimed, so ended calls do not accumulate.
+deleted when a call is claimed, so ended calls do not accumulate. Memory writes of a claimed
+call are fenced the same way: the memory table is in the same file, so the epoch check and
+the write are one statement.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from voicegate.engine.memory.sqlite_store import MEMORY_SCHEMA
 from voicegate.errors import StaleCallError, StoreError
 
 _SCHEMA = """
@@ -21,6 +24,15 @@ CREATE TABLE IF NOT EXISTS call_state (
     state TEXT,
     touched REAL NOT NULL
 )
+"""
+
+# One memory value, written only while the call's epoch is the writer's (or the call has no
+# row: it expired). The SELECT's WHERE also settles the upsert's parsing ambiguity (SQLite
+# docs, "UPSERT", parsing ambiguity).
+_FENCED_MEMORY = """
+INSERT INTO memory (conversation_id, namespace, entry, value)
+SELECT ?, ?, ?, ? WHERE COALESCE((SELECT epoch FROM call_state WHERE call_id = ?), ?) = ?
+ON CONFLICT (conversation_id, namespace, entry) DO UPDATE SET value = excluded.value
 """
 
 
@@ -35,6 +47,7 @@ class SqliteCallStates:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
+            self._db.execute(MEMORY_SCHEMA)
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the call state store {path}: {error}") from error
         self.path = path
@@ -68,6 +81,24 @@ class SqliteCallStates:
             ).rowcount
         except sqlite3.Error as error:
             raise StoreError(f"call state store {self.path}: write failed: {error}") from error
+        if saved != 1:
+            raise StaleCallError(f"call {call_id!r} was taken over by another node")
+
+    def save_memory(
+        self,
+        call_id: str,
+        epoch: int,
+        conversation_id: str,
+        namespace: str,
+        entry: str,
+        json_value: str,
+    ) -> None:
+        """Store one memory value unless another node claimed the call (``StaleCallError``)."""
+        values = (conversation_id, namespace, entry, json_value, call_id, epoch, epoch)
+        try:
+            saved = self._db.execute(_FENCED_MEMORY, values).rowcount
+        except sqlite3.Error as error:
+            raise StoreError(f"memory store {self.path}: write failed: {error}") from error
         if saved != 1:
             raise StaleCallError(f"call {call_id!r} was taken over by another node")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from voicegate.errors import EngineError
 
-_SCHEMA = """
+MEMORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory (
     conversation_id TEXT NOT NULL,
     namespace TEXT NOT NULL,
@@ -37,7 +37,7 @@ class SqliteMemoryStore:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            self._db.execute(MEMORY_SCHEMA)
         except (OSError, sqlite3.Error) as error:
             raise EngineError(f"cannot open the memory store {path}: {error}") from error
         self.path = path

@@ -10,6 +10,7 @@ from typing import Any
 from voicegate.engine.memory.fields import PROJECT
 from voicegate.engine.memory.schema import FieldRef, MemorySchema
 from voicegate.engine.memory.store import MemoryStore
+from voicegate.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ class MemoryState:
         self.schema = schema
         self.conversation_id = conversation_id
         self._store = store
+        #: The first write the store could not take: the call must end (a tool that catches
+        #: the error must not make the write silently lost; docs/redis.md).
+        self.failure: StoreError | None = None
         self._values = {
             FieldRef(namespace, entry): text
             for (namespace, entry), text in store.load(conversation_id).items()
@@ -39,8 +43,17 @@ class MemoryState:
     def write(self, ref: FieldRef, value: Any) -> None:
         """Store ``value`` (already validated) through to the store, then in this view."""
         text = json.dumps(value)
-        self._store.save(self.conversation_id, ref.namespace, ref.entry, text)
+        try:
+            self._store.save(self.conversation_id, ref.namespace, ref.entry, text)
+        except StoreError as error:
+            self.failure = self.failure or error
+            raise
         self._values[ref] = text
+
+    def check(self) -> None:
+        """Raise the store failure a write met, if any (the engine ends the call on it)."""
+        if self.failure is not None:
+            raise self.failure
 
     def set_values(self) -> dict[FieldRef, Any]:
         """Every field that currently holds a non-None value."""

@@ -45,6 +45,12 @@ class ButtonSource:
     tool: str
 
 
+#: Response metadata that hangs up once the response was heard (voicegate's hang-up action).
+END_CALL = "end_call"
+#: Response metadata naming where to transfer the call once the response was heard.
+TRANSFER_TO = "transfer_to"
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One variant: text, optional condition, metadata and buttons."""

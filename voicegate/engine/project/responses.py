@@ -28,6 +28,8 @@ from voicegate.engine.project import codes
 from voicegate.engine.project.condition_sites import parse_at
 from voicegate.engine.project.problems import Problems
 from voicegate.engine.project.response_model import (
+    END_CALL,
+    TRANSFER_TO,
     ButtonSource,
     Placeholder,
     Response,
@@ -180,14 +182,24 @@ def _condition(name: str, item: Mapping[str, Any], file: _File) -> Condition | N
 
 def _metadata(name: str, item: Mapping[str, Any], file: _File) -> Mapping[str, Any] | None:
     metadata = item.get("metadata") or {}
-    if not isinstance(metadata, Mapping) or not isinstance(metadata.get("rephrase", False), bool):
+    if not _metadata_valid(metadata):
         file.report(
             codes.RESPONSE_INVALID,
-            f"response {name!r}: 'metadata' is a mapping (rephrase: true|false)",
+            f"response {name!r}: 'metadata' is a mapping (rephrase: true|false, "
+            f"{END_CALL}: true|false, {TRANSFER_TO}: a phone number or SIP URI; not both)",
             key_line(item, "metadata"),
         )
         return None
     return metadata
+
+
+def _metadata_valid(metadata: object) -> bool:
+    if not isinstance(metadata, Mapping):
+        return False
+    flags_ok = all(isinstance(metadata.get(key, False), bool) for key in ("rephrase", END_CALL))
+    transfer = metadata.get(TRANSFER_TO)
+    transfer_ok = transfer is None or (isinstance(transfer, str) and transfer.strip() != "")
+    return flags_ok and transfer_ok and not (metadata.get(END_CALL) and transfer)
 
 
 def _placeholders(

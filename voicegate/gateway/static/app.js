@@ -24,6 +24,7 @@ const metadata = Object.fromEntries(new URLSearchParams(window.location.search))
 
 const phone = new Phone(socketUrl.href, {
   onState(state, detail) {
+    if (state === "idle") timeline.end(); // the lanes stop where the call ended
     status.dataset.state = state;
     status.textContent = detail || state;
     const busy = state !== "idle";
@@ -60,17 +61,25 @@ const SHOWN = [
   ["marksAcked", "marks acknowledged"],
   ["clears", "clears (barge-ins)"],
   ["droppedMs", "bot audio dropped by clears (ms)"],
+  ["bufferDroppedMs", "of it, dropped from this page's buffer (ms)"],
   ["underruns", "buffer underruns"],
   ["framesSent", "microphone frames sent"],
 ];
 
+// The page's numbers, with the dropped audio the gateway counted: the page's own buffer
+// holds only the send-ahead, while a barge-in drops the rest of the answer at the gateway.
+function numbersNow() {
+  return { ...phone.stats, droppedMs: timeline.droppedMs, bufferDroppedMs: phone.stats.droppedMs };
+}
+
 function showNumbers() {
+  const now = numbersNow();
   const rows = SHOWN.map(([key, label]) => {
     const row = document.createElement("div");
     const term = document.createElement("dt");
     const value = document.createElement("dd");
     term.textContent = label;
-    value.textContent = String(phone.stats[key]);
+    value.textContent = String(now[key]);
     value.dataset.stat = key;
     row.append(term, value);
     return row;
@@ -87,7 +96,7 @@ showNumbers();
 // Read-only handles for tests and the console (tests/browser/ drive the page through them).
 window.voicegate = {
   get stats() {
-    return { ...phone.stats, state: status.dataset.state, error: errorLine.textContent };
+    return { ...numbersNow(), state: status.dataset.state, error: errorLine.textContent };
   },
   records,
 };

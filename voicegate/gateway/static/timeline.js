@@ -41,8 +41,11 @@ export class TimelineView {
     this.lastLabel = {}; // per lane: the latest text label, cut short by the next one
     this.lastInterruption = null;
     this.lastSay = null;
+    this.sentences = {}; // per turn: [{text, parts}] of every `say`, to mark what was not heard
+    this.droppedMs = 0; // bot audio the caller never heard because of barge-ins (flush_sent)
     this.endMs = 0;
     this.seconds = 0; // ticks drawn on the time axis
+    this.ended = false;
   }
 
   // A position on the time axis, right of the lane labels.
@@ -94,6 +97,7 @@ export class TimelineView {
     item.dataset.event = record.event;
     item.append(element("time", "", seconds(record.t_ms)), element("span", "", text));
     this.log.prepend(item);
+    return item;
   }
 
   add(record) {
@@ -143,15 +147,23 @@ export class TimelineView {
   }
 
   on_say(r) {
-    // Sentences said together (a reply and a tool's announcement) share one label.
+    // Sentences said together (a reply and a tool's announcement) share one label, one span
+    // per sentence so each can be struck through on its own when it was never heard.
     const last = this.lastSay;
+    let label;
     if (last && r.t_ms - last.t_ms < SAME_MOMENT_MS) {
-      last.label.textContent += ` ${r.text}`;
-      last.label.title = last.label.textContent;
+      label = last.label;
+      label.append(" ");
+      label.title = `${label.title} ${r.text}`;
     } else {
-      this.lastSay = { t_ms: r.t_ms, label: this.label("bot", r.t_ms, "say", r.text) };
+      label = this.label("bot", r.t_ms, "say", "");
+      label.title = r.text;
+      this.lastSay = { t_ms: r.t_ms, label };
     }
-    this.note(r, `bot: “${r.text}”`);
+    const span = element("span", "sentence", r.text);
+    label.append(span);
+    const item = this.note(r, `bot: “${r.text}”`);
+    (this.sentences[r.turn_id] ||= []).push({ text: r.text, parts: [span, item] });
   }
 
   on_tool_started(r) {
@@ -183,6 +195,7 @@ export class TimelineView {
   }
 
   on_flush_sent(r) {
+    this.droppedMs += r.dropped_ms || 0;
     const onset = this.lastInterruption ? Number(this.lastInterruption.dataset.onset) : r.t_ms;
     const latency = r.t_ms - onset;
     if (this.lastInterruption) this.lastInterruption.textContent += ` · flush ${latency} ms`;
@@ -196,6 +209,15 @@ export class TimelineView {
   on_heard(r) {
     const how = r.interrupted ? "interrupted; heard" : "heard";
     this.note(r, `${r.turn_id} ${how}: “${r.text}”`);
+    // Sentences of the turn the caller heard none of (generated, never played): struck.
+    for (const sentence of this.sentences[r.turn_id] || []) {
+      if (heardAny(sentence.text, r.text)) continue;
+      for (const part of sentence.parts) {
+        part.classList.add("not-heard");
+        part.title = "not heard";
+      }
+    }
+    delete this.sentences[r.turn_id];
   }
 
   on_dtmf(r) {
@@ -203,8 +225,19 @@ export class TimelineView {
     this.note(r, `key ${r.digit}`);
   }
 
-  // Grow the open bars to "now" and keep the newest moment in view.
+  // The call is over: close what is still open at its last moment; the axis stops there
+  // and the view stops following, so the lanes can be read at leisure.
+  end() {
+    if (this.ended) return;
+    this.tick(this.endMs);
+    for (const bar of Object.values(this.open)) this.close(bar, this.endMs);
+    this.open = {};
+    this.ended = true;
+  }
+
+  // Grow the open bars to "now" and keep the newest moment in view (until the call ends).
   tick(nowMs) {
+    if (this.ended) return;
     this.endMs = Math.max(this.endMs, nowMs);
     for (const bar of Object.values(this.open)) {
       if (bar && !bar.classList.contains("closed")) this.grow(bar, nowMs);
@@ -218,4 +251,14 @@ export class TimelineView {
     }
     if (following) this.scroller.scrollLeft = this.scroller.scrollWidth;
   }
+}
+
+// Whether the caller heard any of `sentence`: its first words are in what they heard (a
+// sentence cut by a flush is heard in part, docs/timeline.md `heard`).
+function heardAny(sentence, heard) {
+  const words = (text) => text.toLowerCase().match(/[\p{L}\p{N}']+/gu) || [];
+  const said = words(sentence);
+  if (said.length === 0) return true;
+  const got = ` ${words(heard).join(" ")} `;
+  return got.includes(` ${said.slice(0, Math.min(2, said.length)).join(" ")} `);
 }

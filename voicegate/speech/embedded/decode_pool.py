@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from voicegate.clock.virtual import offloaded
 from voicegate.errors import SpeechError
 
 _T = TypeVar("_T")
@@ -43,6 +44,7 @@ class DecodePool:
         if size < 1:
             raise SpeechError(f"decode pool: size must be at least 1, got {size}")
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
+        self.name = name  # also the component whose latency virtual time charges (issue 19)
         self._lock = threading.Lock()
         self._free = size
         self._waiting: list[_Waiter] = []
@@ -127,7 +129,7 @@ class Lease:
         future = self._pool._submit(work)
         self._running = future
         try:
-            return await asyncio.wrap_future(future)
+            return await offloaded(future, self._pool.name)
         finally:
             if future.done():
                 self._running = None

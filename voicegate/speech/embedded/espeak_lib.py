@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from voicegate.audio.pcm import Samples
+from voicegate.clock.virtual import virtual_loop
 from voicegate.errors import SpeechError
 
 #: Audio per synth callback (espeak_Initialize's buflength): small, so the first chunk is quick.
@@ -130,7 +131,9 @@ class EspeakLibrary:
     def start(self, text: str, voice: Voice) -> SynthesisJob:
         """Queue ``text`` for synthesis; its chunks arrive on the running event loop."""
         job = SynthesisJob(text, voice, asyncio.get_running_loop())
-        self._worker.submit(self._run, job)
+        running = self._worker.submit(self._run, job)
+        if (loop := virtual_loop()) is not None:
+            loop.hold(running)  # virtual time stands still while espeak-ng works (issue 19)
         return job
 
     # --- the worker thread --------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 import soxr
 
 from voicegate.audio.pcm import Samples
+from voicegate.clock.virtual import charge
 from voicegate.errors import SpeechError
 from voicegate.speech.embedded.espeak_lib import EspeakLibrary, Voice
 
@@ -68,6 +69,7 @@ class EspeakTextToSpeech:
         job = self._library.start(text, self._voice)
         resampler = _ChunkResampler(self._library.sample_rate, self._rate)
         try:
+            await charge("espeak")  # its first-chunk latency, in virtual time only (issue 19)
             while (chunk := await job.chunks()) is not None:
                 converted = resampler.push(chunk)
                 if len(converted):

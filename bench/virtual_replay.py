@@ -1,0 +1,113 @@
+"""Wall and CPU time of a 60 s recorded call replayed on virtual time, and its determinism.
+
+A 60 s caller (six festival recordings, 10 s apart, fixtures/audio/synth/festival) is replayed
+in process against the demo project at ``--speed max`` on virtual time (docs/replay.md), with
+
+- ``scripted``: the scripted recogniser, the tone synthesiser, no end-of-turn model;
+- ``embedded``: config/voicegate.yml as shipped (Whisper tiny.en, espeak-ng, Smart Turn),
+  whose decodes are real CPU time while virtual time stands still.
+
+Prints, per variant, the median wall and CPU seconds of the replay (imports excluded; loading
+the models and starting the demo's MCP server included), the media length, and whether every
+run produced the same timeline (the call id, fresh per run, left out). Each run is a fresh
+process: espeak-ng keeps state between utterances in its one instance per process, so the
+second replay in a process is not the first one's twin (the n-th replays of two processes
+are). Run it under ``flock /tmp/voicegate-bench.lock``.
+
+    python bench/virtual_replay.py [--runs 3] [--variant scripted|embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import math
+import multiprocessing
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voicegate.audio.wav import read_wav
+from voicegate.callers.script import CallerScript, Cue
+from voicegate.cli.replaying import new_caller, replay_in_process, run_replay, with_fresh_store
+from voicegate.config import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+FESTIVAL = ROOT / "fixtures" / "audio" / "synth" / "festival"
+CLIPS = ("balance", "cancel", "digits1", "agent", "digits2", "balance")
+RATE = 8000
+
+
+def caller_script() -> CallerScript:
+    """Six recordings at 1 s, 11 s, ..., 51 s and silence to 60 s."""
+    cues = [
+        Cue(read_wav(FESTIVAL / f"{name}_8k.wav").samples, at_ms=1000 + 10_000 * index, label=name)
+        for index, name in enumerate(CLIPS)
+    ]
+    cues.append(Cue(np.zeros(RATE // 50, dtype=np.int16), at_ms=59_980, label="end"))
+    return CallerScript(cues, RATE)
+
+
+def settings_for(variant: str, folder: Path) -> Settings:
+    """The shipped settings, or with the scripted recogniser and the tone synthesiser."""
+    base = load_settings(ROOT / "config" / "voicegate.yml")
+    base = replace(base, engine=replace(base.engine, project_dir=ROOT / "config" / "agent"))
+    if variant == "scripted":
+        lines = folder / "lines.txt"
+        lines.write_text("".join(f"{name}\n" for name in CLIPS), "utf-8")
+        speech = replace(base.speech, stt=f"scripted:{lines}", tts="tone")
+        eot = replace(base.turns.end_of_turn, model="none")
+        base = replace(base, speech=speech, turns=replace(base.turns, end_of_turn=eot))
+    return with_fresh_store(base, folder / "data")
+
+
+def one_run(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
+    """Wall s, CPU s and the timeline (without the call id) of one replay."""
+    with tempfile.TemporaryDirectory(prefix="voicegate-bench-") as folder:
+        settings = settings_for(variant, Path(folder))
+        script = caller_script()
+        caller = new_caller("twilio", script, quiet_ms=3000)
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run_replay(
+            replay_in_process(settings, "twilio", caller, script, speed=1.0, max_ms=70_000),
+            speed=math.inf,
+        )
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall, cpu, [{k: v for k, v in r.items() if k != "call_id"} for r in result.records]
+
+
+def in_fresh_process(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
+    """:func:`one_run` in a new interpreter."""
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(one_run, variant).result()
+
+
+def main() -> None:
+    """Replay each variant ``--runs`` times and print the figures as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--variant", choices=("scripted", "embedded"), action="append")
+    args = parser.parse_args()
+    report = {}
+    for variant in args.variant or ["scripted", "embedded"]:
+        runs = [in_fresh_process(variant) for _ in range(args.runs)]
+        timelines = [json.dumps(timeline) for _, _, timeline in runs]
+        report[variant] = {
+            "media_ms": runs[0][2][-1]["t_ms"],
+            "events": len(runs[0][2]),
+            "wall_s_median": round(statistics.median(w for w, _, _ in runs), 3),
+            "cpu_s_median": round(statistics.median(c for _, c, _ in runs), 3),
+            "identical_timelines": len(set(timelines)) == 1,
+        }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Jambonz ``listen`` with bidirectional streaming audio, as a sans-I/O codec.
+
+Wire protocol: shared/spec/providers.md §b.9, checked against the listen verb page
+https://docs.jambonz.org/verbs/verbs/listen , the bidirectional-audio article
+https://www.jambonz.org/docs/supporting-articles/bidirectional-audio/ and the code that runs it
+(jambonz-feature-server ``lib/tasks/listen.js``, jambonz freeswitch-modules
+``mod_audio_fork/lws_glue.cpp``). The socket speaks the ``audio.jambonz.org`` subprotocol.
+Jambonz's first text frame holds the call's attributes (``callSid``, ``from``, ``to``, ...),
+``sampleRate`` and ``mixType``, with the verb's ``metadata`` merged in at the top level; then
+binary frames of 16-bit little-endian PCM at ``sampleRate``. With ``passDtmf`` a key press
+comes as a text frame ``{"event": "dtmf", "dtmf": "5", "duration": ...}``. With
+``bidirectionalAudio.streaming`` the gateway answers with binary PCM at
+``bidirectionalAudio.sampleRate`` (voicegate's verb sets it to ``sampleRate``), and text
+commands: ``killAudio`` stops playback and drops what is buffered (the flush), ``disconnect``
+ends the listen (the hang-up). Jambonz documents no playback acknowledgement, so the gateway
+estimates what was heard from its own playout clock (``playback_acks`` is false). There is no
+stop message: the stream ends when the socket closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import cast
+
+from voicegate.codecs.base import CallPhase, Capabilities, FrameLimits
+from voicegate.codecs.commands import ClearAudio, Command, Hangup, PlayAudio, SetMark
+from voicegate.codecs.events import AudioReceived, CallStarted, DtmfReceived, Event, JsonValue
+from voicegate.codecs.stream import StreamCodec
+from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
+from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
+from voicegate.types import AudioEncoding, AudioFormat
+
+#: The WebSocket subprotocol Jambonz asks for (listen page).
+SUBPROTOCOL = "audio.jambonz.org"
+#: Default for ``max_message_bytes``: Jambonz sends 20 ms frames; call attributes are ~1 kB.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024
+#: listen ``sampleRate`` values the gateway's media layer takes (the verb also offers 64000).
+SAMPLE_RATES = (8000, 16000, 24000, 48000)
+#: Keys of the first message that describe the stream rather than the call.
+_STREAM_KEYS = frozenset({"sampleRate", "mixType"})
+KILL_AUDIO = '{"type":"killAudio"}'
+DISCONNECT = '{"type":"disconnect"}'
+
+
+def jambonz_format(sample_rate: int) -> AudioFormat:
+    """L16 at a listen ``sampleRate`` this gateway takes."""
+    if sample_rate not in SAMPLE_RATES:
+        raise ConfigError(f"jambonz sample_rate must be one of {SAMPLE_RATES}, got {sample_rate}")
+    return AudioFormat(AudioEncoding.L16, sample_rate)
+
+
+def jambonz_capabilities(audio_format: AudioFormat) -> Capabilities:
+    """What a Jambonz listen stream can do, carrying ``audio_format`` both ways."""
+    return Capabilities(
+        dialect="jambonz",
+        flush_verb=KILL_AUDIO,
+        hangup_verb=DISCONNECT,  # ends the listen; the app's actionHook answer hangs up
+        playback_acks=False,  # none documented: the playout clock estimates what was heard
+        pause=False,
+        dtmf=True,  # with passDtmf
+        binary_audio=True,
+        inbound_formats=tuple(jambonz_format(rate) for rate in SAMPLE_RATES),
+        outbound_format=audio_format,
+        # Streamed audio goes into Jambonz's buffer in any size: whole samples only.
+        outbound_frames=FrameLimits(min_bytes=2, multiple_of=2),
+    )
+
+
+class JambonzCodec(StreamCodec):
+    """One Jambonz listen stream: parses its frames and writes audio, killAudio, disconnect."""
+
+    def __init__(
+        self,
+        call_id: str,
+        *,
+        sample_rate: int = 8000,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        super().__init__(
+            jambonz_capabilities(jambonz_format(sample_rate)), max_message_bytes=max_message_bytes
+        )
+        self._call_id = call_id  # the gateway's id, unless the first message has a callSid
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    def receive(self, message: str | bytes) -> list[Event]:
+        """Parse one WebSocket message from Jambonz into events."""
+        check_size(message, self._max_message_bytes, "jambonz")
+        if isinstance(message, bytes):
+            return [self._audio(message)]
+        data = parse_json_object(message, "jambonz")
+        if self.phase is CallPhase.AWAITING_START:
+            return [self._on_first(data)]
+        msg = JsonObject(data, "jambonz message")
+        self._require_started("dtmf")
+        if msg.optional_text("event") == "dtmf":
+            return [DtmfReceived(msg.dtmf_digit("dtmf"))]
+        return self._ignored()  # e.g. playDone of the non-streaming mode
+
+    def _audio(self, payload: bytes) -> AudioReceived:
+        if self.phase is CallPhase.AWAITING_START:
+            raise RemoteProtocolError(
+                f"jambonz: a binary frame of {len(payload)} bytes arrived before the first "
+                "text message (the call attributes)"
+            )
+        self._require_started("audio")
+        if not payload or len(payload) % 2:
+            raise RemoteProtocolError(
+                f"jambonz: a binary frame of {len(payload)} bytes is not whole 16-bit samples"
+            )
+        return AudioReceived(payload=payload, audio_format=self._capabilities.outbound_format)
+
+    def _on_first(self, data: Mapping[str, object]) -> CallStarted:
+        """The first text message: call attributes, ``sampleRate``, ``mixType``, metadata."""
+        msg = JsonObject(data, "jambonz first message")
+        rate = msg.integer("sampleRate")
+        if rate not in SAMPLE_RATES:
+            raise msg.error("sampleRate", f"must be one of {SAMPLE_RATES}, got {rate}")
+        mix = msg.optional_text("mixType") or "mono"
+        if mix != "mono":
+            raise msg.error("mixType", f"must be 'mono' (one caller channel), got {show(mix)}")
+        # callSid in listen.js's CallInfo.toJSON; call_sid is the webhooks' spelling (lenient).
+        call_sid = msg.optional_text("callSid") or msg.optional_text("call_sid")
+        # Parsed JSON: every value is a JsonValue.
+        attributes = {k: cast(JsonValue, v) for k, v in data.items() if k not in _STREAM_KEYS}
+        started = CallStarted(
+            stream_id=self._call_id,
+            call_id=call_sid or self._call_id,
+            audio_format=jambonz_format(rate),
+            metadata=attributes,
+            account_id=msg.optional_text("accountSid"),
+        )
+        self._capabilities = jambonz_capabilities(started.audio_format)
+        self._started()
+        return started
+
+    # -- outbound --------------------------------------------------------------------------
+
+    def send(self, command: Command) -> list[str | bytes]:
+        """Write one command: binary PCM, or a JSON command (killAudio, disconnect)."""
+        match command:
+            case PlayAudio(payload=payload):
+                self._refuse_before_start(command)
+                if not payload or len(payload) % 2:
+                    raise LocalProtocolError(
+                        f"jambonz: PlayAudio payload of {len(payload)} bytes is not whole samples"
+                    )
+                return [payload]
+            case SetMark():
+                self._refuse_before_start(command)
+                return []  # no acknowledgement exists; the session estimates (capabilities)
+            case ClearAudio():
+                return self._json(command, {"type": "killAudio"})
+            case Hangup():
+                if self.phase is CallPhase.AWAITING_START:
+                    return []  # a refused connection: closing the socket is the answer
+                return self._json(command, {"type": "disconnect"})
+            case _:
+                return self._common(command)

@@ -1,0 +1,202 @@
+"""Every call's timeline on disk: one JSONL file per call under the data directory (issue 18).
+
+The media loop only encodes a record and appends it to the call's pending lines; one writer
+thread per gateway appends them to ``<directory>/<gateway call id>.jsonl`` (a write to disk
+can stall for milliseconds, which the media loop must never wait for, design §10). A file
+starts with a ``call_connected`` record and ends with ``call_closed``; a file without the
+latter belongs to a live call, or to a worker that died (docs/timeline.md, "Call logs").
+
+Each file is bounded (``max_bytes``: records past it are counted in one
+``call_log_truncated`` record), and the directory is pruned after every call: files older
+than ``max_age_s``, and the oldest beyond ``keep``, are deleted. Every worker of
+``voicegate serve --workers N`` writes into the same directory, so any of them can show
+every call (gateway/callviews.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: What a call id must look like to name a file: the gateway's own ids (``twilio-3f2a...``).
+#: Anything else (a hostile ``/calls/{id}``, ``..``, a NUL) never reaches the file system.
+SAFE_CALL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+SUFFIX = ".jsonl"
+OPENED = "call_connected"
+CLOSED = "call_closed"
+TRUNCATED = "call_log_truncated"
+
+
+def safe_call_id(call_id: str) -> bool:
+    """Whether ``call_id`` may name a call log (letters, digits, ``-`` and ``_`` only)."""
+    return SAFE_CALL_ID.fullmatch(call_id) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CallLogOptions:
+    """Where call logs go and how much of them is kept."""
+
+    directory: Path
+    #: Bytes written per call; later records are only counted.
+    max_bytes: int = 1024 * 1024
+    #: Call logs kept in the directory (the oldest are deleted first).
+    keep: int = 1000
+    #: Call logs older than this are deleted (seconds).
+    max_age_s: float = 7 * 24 * 3600.0
+
+    def path(self, call_id: str) -> Path | None:
+        """The file of ``call_id``'s log, or None for an id that cannot name one."""
+        return self.directory / f"{call_id}{SUFFIX}" if safe_call_id(call_id) else None
+
+
+class CallLogs:
+    """The writer of every call log of one gateway process (owns one thread)."""
+
+    def __init__(self, options: CallLogOptions) -> None:
+        self.options = options
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="call-logs")
+        self._live: set[str] = set()
+        self._closed = False
+
+    def open(self, call_id: str, dialect: str) -> CallLog | None:
+        """Start the log of a new call (None when the id cannot name a file)."""
+        path = self.options.path(call_id)
+        if path is None or self._closed:
+            log.warning("call %s: no call log for this id", call_id)
+            return None
+        self._live.add(call_id)
+        call_log = CallLog(self, call_id, path)
+        call_log.record(
+            {
+                "t_ms": 0,
+                "event": OPENED,
+                "gateway_call_id": call_id,
+                "dialect": dialect,
+                "started_at": time.time(),
+                "pid": os.getpid(),
+            }
+        )
+        return call_log
+
+    def schedule(self, call_log: CallLog) -> None:
+        """Have the writer thread append ``call_log``'s pending lines."""
+        if not self._closed:
+            self._watch(self._writer.submit(call_log.flush))
+
+    def finished(self, call_log: CallLog) -> None:
+        """The call is over: write what is left, then prune the directory."""
+        self._live.discard(call_log.call_id)
+        if not self._closed:
+            self._watch(self._writer.submit(self._finish, call_log))
+
+    def _finish(self, call_log: CallLog) -> None:
+        call_log.flush()
+        self.prune()
+
+    def prune(self) -> None:
+        """Delete logs past ``max_age_s`` and the oldest beyond ``keep`` (not live ones)."""
+        options = self.options
+        try:
+            files = [(p.stat().st_mtime, p) for p in options.directory.glob("*" + SUFFIX)]
+        except OSError as error:
+            log.warning("call logs: cannot list %s: %s", options.directory, error)
+            return
+        files.sort(reverse=True)  # newest first
+        oldest_kept = time.time() - options.max_age_s
+        for index, (mtime, path) in enumerate(files):
+            if path.stem in self._live:
+                continue
+            if index >= options.keep or mtime < oldest_kept:
+                path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Write what is pending and stop the writer thread (blocks: call it off the loop)."""
+        self._closed = True
+        self._writer.shutdown(wait=True)
+
+    @staticmethod
+    def _watch(future: Future[None]) -> None:
+        # The writer's jobs catch their own OSErrors; anything else is a bug worth a trace.
+        future.add_done_callback(_log_failure)
+
+
+def _log_failure(future: Future[None]) -> None:
+    error = future.exception()
+    if error is not None:
+        log.error("call logs: writer failed", exc_info=error)
+
+
+class CallLog:
+    """One call's log: records in from the media loop, lines out to the writer thread."""
+
+    def __init__(self, logs: CallLogs, call_id: str, path: Path) -> None:
+        self.call_id = call_id
+        self._logs = logs
+        self._path = path
+        self._pending: list[bytes] = []
+        self._lock = threading.Lock()
+        self._written = 0
+        self._dropped: dict[str, Any] | None = None
+        self._last_ms = 0
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Queue one timeline record (a timeline listener; never blocks on the disk)."""
+        self._last_ms = max(self._last_ms, int(record.get("t_ms", 0)))
+        line = (json.dumps(record, default=str) + "\n").encode("utf-8")
+        if self._written + len(line) > self._logs.options.max_bytes:
+            self._count_dropped()
+            return
+        self._written += len(line)
+        self._append(line)
+
+    def _count_dropped(self) -> None:
+        if self._dropped is None:
+            self._dropped = {"t_ms": self._last_ms, "event": TRUNCATED, "dropped": 0}
+        self._dropped["dropped"] += 1
+        self._dropped["t_ms"] = self._last_ms
+
+    def _append(self, line: bytes) -> None:
+        with self._lock:
+            first = not self._pending
+            self._pending.append(line)
+        if first:
+            self._logs.schedule(self)
+
+    def close(self, code: int, reason: str, provider_call_id: str | None) -> None:
+        """The call ended with this WebSocket close: the log's last records."""
+        if self._dropped is not None:
+            self._append((json.dumps(self._dropped) + "\n").encode("utf-8"))
+        closed = {
+            "t_ms": self._last_ms,
+            "event": CLOSED,
+            "code": code,
+            "reason": reason,
+            "provider_call_id": provider_call_id,
+            "ended_at": time.time(),
+        }
+        with self._lock:
+            self._pending.append((json.dumps(closed) + "\n").encode("utf-8"))
+        self._logs.finished(self)
+
+    def flush(self) -> None:
+        """Append the pending lines to the file (in the writer thread)."""
+        with self._lock:
+            lines, self._pending = self._pending, []
+        if not lines:
+            return
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with self._path.open("ab") as file:
+                file.write(b"".join(lines))
+        except OSError as error:
+            log.warning("call %s: cannot write its call log: %s", self.call_id, error)
