@@ -15,6 +15,7 @@ never by the VAD under test) or against synthetic bursts whose timing is known b
 - ``bursts``: non-speech bursts (broadband noise, coughs, a door slam, DTMF, clicks, breath;
   synthetic, see ``bursts()``) while the bot talks: false triggers.
 
+``--variant speculative`` turns speculative turns on (``turns.end_of_turn.speculative``).
 ``--variant baseline`` runs this branch with the end-of-turn model and echo gate off and the
 VAD's 500 ms stop (the behaviour before issue 14); on a tree without ``voicegate.turns`` the
 script runs that tree as it is.
@@ -142,6 +143,9 @@ def bench_settings(variant: str, data_dir: Path) -> Settings:
         store=StoreSettings(data_dir=data_dir),
         server=ServerSettings(host="127.0.0.1", port=0),
     )
+    if variant == "speculative":
+        eot = replace(settings.turns.end_of_turn, speculative=True)
+        settings = replace(settings, turns=replace(settings.turns, end_of_turn=eot))
     if variant == "baseline" and hasattr(settings, "turns"):
         eot = replace(settings.turns.end_of_turn, model="none")
         gate = replace(settings.turns.echo_gate, enabled=False)
@@ -266,6 +270,7 @@ async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, A
             "ms": None if first is None else first - end,
             "reason": reason,
             "score": eot.get("score") if eot else None,
+            "model": eot.get("model") if eot else None,
             "stages_ms": stages(timeline, end),
         }
         for stage, at in per_file[rec.name]["stages_ms"].items():
@@ -376,7 +381,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     """Print the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", choices=("current", "baseline"), default="current")
+    parser.add_argument(
+        "--variant", choices=("current", "baseline", "speculative"), default="current"
+    )
     parser.add_argument("--parts", default="end_of_speech,barge_in,echo,bursts")
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--limit", type=int, default=0, help="use only the first N recordings")

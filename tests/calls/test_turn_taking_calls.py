@@ -7,7 +7,9 @@ phone (callers/echo.py), from interrupting the bot while the caller still can.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.calls.call_kit import CallWorld, cue, gateway_for, script_of
+from tests.calls.call_kit import CallWorld, cue, gateway_for, recording, script_of
 from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.twilio import FRAME_BYTES, FRAME_MS, TwilioCaller
 from voicegate.cli.wiring import build_espeak
+from voicegate.engine.history import UserUttered
+from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.gateway.bargein import BargeInPolicy
 from voicegate.gateway.media import MediaFactory
 from voicegate.gateway.session import SessionSettings
@@ -156,3 +160,81 @@ def played_ms(caller: TwilioCaller) -> int:
     track = np.frombuffer(bytes(caller.bot_track), dtype=np.uint8)
     frames = track[: len(track) // FRAME_BYTES * FRAME_BYTES].reshape(-1, FRAME_BYTES)
     return int((frames != 0xFF).sum()) // (FRAME_BYTES // FRAME_MS)
+
+
+class Undecided:
+    """An end-of-turn model that always finds the turn incomplete (isolates the pause rule)."""
+
+    def submit(self, samples: Any, sample_rate: int) -> Future[float] | None:
+        future: Future[float] = Future()
+        future.set_result(0.1)
+        return future
+
+
+def speculative_world(world_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    # Every pause waits 2.5 s for more speech (the model says incomplete), so a caller who
+    # goes on after 1.4 s overrides the speculative turn started at the pause (1.2 s after
+    # it: far more than the 32 frames a busy receive loop handles before it yields).
+    eot = EndOfTurnSettings(incomplete_timeout_ms=2500, speculative=True)
+    turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), Undecided())
+    return {"turns": turns, "media": MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))}
+
+
+async def test_a_speculative_turn_the_caller_overrides_leaves_no_trace(tmp_path: Path) -> None:
+    async with gateway_for(tmp_path, ["check my balance"], **speculative_world()) as world:
+        histories: dict[str, list[Any]] = {}
+        engine, close = world.engine, world.engine.close
+
+        async def keep_history(call_id: str) -> None:  # the session is gone after close
+            histories[call_id] = engine.session(call_id).history.snapshot()
+            await close(call_id)
+
+        engine.close = keep_history  # type: ignore[method-assign]
+        balance_ms = len(recording(BALANCE)) // 8
+        cues = [cue(BALANCE, at_ms=300), cue(FIVE, at_ms=300 + balance_ms + 1400)]
+        caller = TwilioCaller(script_of(*cues, tail_ms=6000))
+        assert await drive(world.url, caller, speed=2.0, max_ms=40_000) == 1000
+    timeline = records(world)
+    order = [r["event"] for r in timeline if r["event"].startswith("speculation")]
+    # At the first pause a turn started; the caller went on and it was cancelled unheard;
+    # at the second pause another started, and the end of the turn confirmed it.
+    assert order == [
+        "speculation_started",
+        "speculation_cancelled",
+        "speculation_started",
+        "speculation_confirmed",
+    ]
+    assert named(timeline, "speculation_cancelled")[0]["reason"] == "caller went on"
+    # The cancelled turn ran no tool and wrote no memory: the lookup ran once, in the turn
+    # that was confirmed, and counted one lookup.
+    assert [r["event"] for r in world.tool_record()] == ["started", "finished"]
+    reopened = SqliteMemoryStore(tmp_path / "memory.sqlite3")
+    assert json.loads(reopened.load(CALL_SID)[("project", "lookups_started")]) == 1
+    # Nor is it in the history: one caller turn, and the model's script was rewound, so
+    # the confirmed turn said the first scripted answer, not the second.
+    [history] = histories.values()
+    assert [e.text for e in history if isinstance(e, UserUttered)] == ["check my balance"]
+    heard = [r["text"] for r in named(timeline, "heard") if r["text"]]
+    assert heard[0].startswith("Sure.")
+    assert not any("Goodbye" in text for text in heard)
+
+
+async def test_a_confirmed_speculative_turn_has_its_answer_ready_at_the_end_of_turn(
+    tmp_path: Path,
+) -> None:
+    async with gateway_for(tmp_path, ["check my balance"], **speculative_world()) as world:
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=4000))
+        assert await drive(world.url, caller, speed=2.0, max_ms=40_000) == 1000
+    timeline = records(world)
+    events = [r["event"] for r in timeline]
+    started = events.index("speculation_started")
+    [end] = named(timeline, "end_of_turn")
+    confirmed = named(timeline, "speculation_confirmed")[0]
+    # The engine's turn started at the pause, before the end of the turn was declared, and
+    # its first sentence was synthesised and waiting when it was: no turn started after it.
+    assert started < events.index("end_of_turn") < events.index("speculation_confirmed")
+    assert confirmed["held"] >= 1
+    assert len(named(timeline, "turn_started")) == 1
+    assert events.index("turn_started") < events.index("end_of_turn")
+    assert end["reason"] == "incomplete timeout"
+    assert named(timeline, "bot_speaking")

@@ -236,3 +236,43 @@ async def test_speech_after_the_pause_decode_is_decoded_for_the_final() -> None:
     transcriber.gate.release()
     assert await anext(results) == TranscriptResult("heard 1600 ms", True, 1400)
     await stream.aclose()
+
+
+class StuckFirst:
+    """Two decode threads; the first decode hangs until released, the others answer at once."""
+
+    workers = 2
+
+    def __init__(self) -> None:
+        self.started = threading.Semaphore(0)
+        self.release_first = threading.Event()
+        self.decoded_ms: list[int] = []
+
+    def transcribe(self, samples: Samples, sample_rate: int) -> str:
+        ms = len(samples) * 1000 // sample_rate
+        self.decoded_ms.append(ms)
+        self.started.release()
+        if len(self.decoded_ms) == 1:
+            self.release_first.wait(30)
+        return f"heard {ms} ms"
+
+
+async def test_a_pause_overtakes_an_interim_in_flight_and_its_decode_is_the_final() -> None:
+    transcriber = StuckFirst()
+    stream = WhisperSpeechToText(transcriber, StreamOptions(interim_interval_ms=500)).open(16000)
+    results = stream.results()
+    stream.speech_started(0)
+    for n in range(1, 26):
+        stream.push(SILENCE, n * 20)
+    first = asyncio.ensure_future(anext(results))
+    await asyncio.to_thread(transcriber.started.acquire)  # the 500 ms interim hangs
+    for n in range(26, 41):
+        stream.push(SILENCE, n * 20)
+    stream.speech_paused(600)
+    # The pause is decoded on the other thread at once, not after the stale interim.
+    assert await first == TranscriptResult("heard 800 ms", False, 800)
+    stream.speech_ended(600)
+    assert await anext(results) == TranscriptResult("heard 800 ms", True, 600)
+    transcriber.release_first.set()
+    assert transcriber.decoded_ms == [500, 800]
+    await stream.aclose()

@@ -10,7 +10,7 @@ import pytest
 from voicegate.audio.wav import read_wav
 from voicegate.errors import ConfigError
 from voicegate.turns.features import N_MELS, WINDOW_SAMPLES, last_window, log_mel, mel_filters
-from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
+from voicegate.turns.smart_turn import CpuBudget, SmartTurnModel, bundled_model_path
 
 AUDIO = Path(__file__).resolve().parents[2] / "fixtures" / "audio" / "human"
 
@@ -56,7 +56,29 @@ def test_a_finished_sentence_scores_complete_and_its_first_half_does_not(
 def test_8khz_audio_is_resampled_for_the_model(model: SmartTurnModel) -> None:
     wav = read_wav(AUDIO / "asterisk" / "one-moment-please.wav")
     assert wav.sample_rate == 8000
-    assert model.submit(wav.samples, 8000).result(timeout=30) > 0.5
+    future = model.submit(wav.samples, 8000)
+    assert future is not None
+    assert future.result(timeout=30) > 0.5
+
+
+def test_a_busy_model_refuses_more_than_its_queue() -> None:
+    loaded = SmartTurnModel(bundled_model_path(), workers=1, max_queue=1)
+    try:
+        audio = read_wav(AUDIO / "alsa" / "Rear_Center_16k.wav").samples
+        # One runs (~90 ms of CPU), one waits: a third, asked at once, is shed.
+        running, waiting = loaded.submit(audio, 16000), loaded.submit(audio, 16000)
+        assert running is not None
+        assert waiting is not None
+        assert loaded.submit(audio, 16000) is None
+        assert waiting.cancel()  # a pause that resumed: its place is free again at once
+        assert loaded.pending == 1
+        running.result(timeout=30)
+        again = loaded.submit(audio, 16000)
+        assert again is not None
+        assert again.result(timeout=30) > 0.5
+        assert loaded.pending == 0
+    finally:
+        loaded.close()
 
 
 def test_a_file_that_is_not_the_shipped_model_is_refused(tmp_path: Path) -> None:
@@ -66,3 +88,14 @@ def test_a_file_that_is_not_the_shipped_model_is_refused(tmp_path: Path) -> None
         SmartTurnModel(fake)
     with pytest.raises(ConfigError, match="not found"):
         SmartTurnModel(tmp_path / "missing.onnx")
+
+
+def test_the_cpu_budget_sheds_past_its_share_and_refills() -> None:
+    budget = CpuBudget(0.25)  # a quarter of a core, 0.25 s saved up at most
+    assert budget.allows(0.0)
+    budget.spend(0.3, 0.0)  # an expensive burst overdraws it
+    assert not budget.allows(0.1)
+    assert budget.allows(0.3)  # 0.3 s later it has earned 0.075 s back: positive again
+    budget.spend(0.1, 0.3)
+    assert not budget.allows(0.3)
+    assert budget.allows(10.0)

@@ -18,26 +18,91 @@ LOUD = (np.sin(np.arange(320) * 0.3) * 8000).astype(np.int16)
 
 
 class FakeModel:
-    """Answers every pause with a fixed probability, at once; keeps what it was asked."""
+    """Answers every pause with a fixed probability (at once, unless ``slow``); or is busy."""
 
-    def __init__(self, probability: float) -> None:
+    def __init__(self, probability: float, *, slow: bool = False, busy: bool = False) -> None:
         self.probability = probability
         self.asked: list[int] = []
+        self.futures: list[Future[float]] = []
+        self._slow = slow
+        self._busy = busy
 
-    def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
+        if self._busy:
+            return None
         self.asked.append(len(samples))
         future: Future[float] = Future()
-        future.set_result(self.probability)
+        if not self._slow:
+            future.set_result(self.probability)
+        self.futures.append(future)
         return future
 
 
-def tracker(model: FakeModel | None, *, gate: bool = False) -> tuple[TurnTracker, list[int]]:
+def tracker(
+    model: FakeModel | None, *, gate: bool = False, reports: list[dict[str, object]] | None = None
+) -> tuple[TurnTracker, list[int]]:
     pauses: list[int] = []
     settings = TurnSettings(
         EndOfTurnSettings(model="smart-turn" if model else "none"), EchoGateSettings(enabled=gate)
     )
-    made = TurnTracker(settings, model, sample_rate=16000, wire=WIRE, on_pause=pauses.append)
+
+    def report(t_ms: int, event: str, **fields: object) -> None:
+        if reports is not None:
+            reports.append({"t_ms": t_ms, "event": event, **fields})
+
+    made = TurnTracker(
+        settings, model, sample_rate=16000, wire=WIRE, on_pause=pauses.append, report=report
+    )
     return made, pauses
+
+
+def released(turns: TurnTracker, start: int, stop: int) -> list[tuple[int, Voice]]:
+    """Push quiet frames from ``start`` to ``stop`` ms; when each speech event came out."""
+    return [(t, v) for t in range(start, stop, 20) for v in turns.push(QUIET, t, [])]
+
+
+def test_a_short_utterance_is_not_scored_and_the_silence_timeout_ends_it() -> None:
+    model, reports = FakeModel(0.9), []
+    turns, pauses = tracker(model, reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    assert turns.push(QUIET, 500, [Voice(False, 300)]) == []  # 300 ms of speech: "yes"
+    assert model.asked == []
+    assert pauses == [300]
+    assert released(turns, 520, 900) == [(800, Voice(False, 300))]  # 500 ms of silence
+    assert reports[-1]["reason"] == "silence timeout"
+    assert reports[-1]["model"] == "short"
+
+
+def test_a_busy_model_sheds_the_pause_to_the_silence_timeout() -> None:
+    reports: list[dict[str, object]] = []
+    turns, _ = tracker(FakeModel(0.9, busy=True), reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 1000, [Voice(False, 800)])
+    assert released(turns, 1020, 1400) == [(1300, Voice(False, 800))]
+    assert reports[-1]["model"] == "shed"
+    assert reports[-1]["reason"] == "silence timeout"
+
+
+def test_a_hold_word_cancels_an_inference_that_has_not_run() -> None:
+    model, reports = FakeModel(0.9, slow=True), []
+    turns, _ = tracker(model, reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 1000, [Voice(False, 800)])
+    turns.transcript("check my balance and", 1000)  # the pause's words decide: no model needed
+    assert model.futures[0].cancelled()
+    assert released(turns, 1020, 3000) == [(2800, Voice(False, 800))]
+    assert reports[-1]["reason"] == "hesitation timeout"
+    assert reports[-1]["model"] == "hold word"
+
+
+def test_speech_that_resumes_cancels_its_pauses_inference_once() -> None:
+    model = FakeModel(0.9, slow=True)
+    turns, _ = tracker(model)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 1000, [Voice(False, 800)])
+    turns.push(LOUD, 1100, [Voice(True, 1060)])
+    assert model.futures[0].cancelled()
+    assert len(model.asked) == 1
 
 
 def test_a_complete_pause_ends_the_turn_once_the_transcript_is_in() -> None:
@@ -80,3 +145,18 @@ def test_the_bots_echo_is_not_speech_but_the_caller_over_it_is() -> None:
         voices = [Voice(True, t - 60)] if t == 200 else []
         seen += turns.push(echo if t < 600 else LOUD * 2, t, voices)
     assert seen == [Voice(True, 580)]  # dated at the first frame louder than any echo
+
+
+def test_the_bots_echo_never_reaches_the_model() -> None:
+    model = FakeModel(0.9)
+    turns, pauses = tracker(model, gate=True)
+    bot = samples_to_ulaw_bytes((np.sin(np.arange(160) * 0.3) * 16000).astype(np.int16))
+    echo = (LOUD * 0.1).astype(np.int16)  # -20 dB: explained by the bot's audio
+    seen = []
+    for t in range(20, 1520, 20):
+        turns.played(bot, t)
+        voices = {200: [Voice(True, 140)], 1200: [Voice(False, 1000)]}.get(t, [])
+        seen += turns.push(echo, t, voices)
+    assert seen == []
+    assert model.asked == []
+    assert pauses == []

@@ -345,7 +345,12 @@ def build_turns(settings: TurnSettings) -> TurnFactory:
     eot = settings.end_of_turn
     if not eot.uses_model:
         return TurnFactory(settings)
-    model = SmartTurnModel(eot.model_path(bundled_model_path()), workers=eot.workers)
+    model = SmartTurnModel(
+        eot.model_path(bundled_model_path()),
+        workers=eot.workers,
+        max_queue=eot.max_queue,
+        cpu_share=eot.cpu_share,
+    )
     return TurnFactory(settings, model)
 
 

@@ -39,9 +39,16 @@ class CallInfo:
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
-    """A final transcript of what the caller said (or a typed line)."""
+    """A final transcript of what the caller said (or a typed line).
+
+    ``speculative``: the caller only paused, and may go on (issue 14, preemptive generation).
+    The engine may start the turn (ask the model) but holds everything with an effect (steps,
+    memory writes, every tool not marked ``run_early``) until :meth:`DialogueEngine.confirm`;
+    a speculative turn cancelled before that leaves no trace in memory or history.
+    """
 
     text: str
+    speculative: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +227,10 @@ class DialogueEngine(Protocol):
 
     async def heard(self, call_id: str, turn_id: str, heard_text: str, interrupted: bool) -> None:
         """Report what the caller actually heard of a turn (the only bot text kept)."""
+        ...
+
+    async def confirm(self, call_id: str, turn_id: str) -> None:
+        """The caller's turn has ended: a speculative turn may go on with what it held."""
         ...
 
     async def close(self, call_id: str) -> None:

@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-from voicegate.engine.seam import CallInfo, Say, TurnEnded, TurnEvent, UserInput, user_text
+from voicegate.engine.seam import (
+    CallInfo,
+    Say,
+    Transcript,
+    TurnEnded,
+    TurnEvent,
+    UserInput,
+    user_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,8 @@ class FunctionEngine:
     def __init__(self, reply: Reply) -> None:
         self._reply = reply
         self._calls: dict[str, Conversation] = {}
+        # Speculative turns waiting for their go-ahead, by (call id, turn id) (issue 14).
+        self._holds: dict[tuple[str, str], asyncio.Event] = {}
 
     def conversation(self, call_id: str) -> Conversation | None:
         """The conversation of a call that is open now."""
@@ -62,10 +72,29 @@ class FunctionEngine:
     def turn(self, call_id: str, user: UserInput) -> _ReplyStream:
         """Answer one user input with ``reply``'s sentences."""
         conversation = self._calls.setdefault(call_id, Conversation(call_id))
-        text = user_text(user)
+        number = 1 + sum(1 for who, _ in conversation.history if who == "caller")
+        turn_id = f"t{number}"
+        hold = None
+        if isinstance(user, Transcript) and user.speculative:
+            hold = self._holds[(call_id, turn_id)] = asyncio.Event()
+        return _ReplyStream(turn_id, self._answer(conversation, user_text(user), hold))
+
+    async def _answer(
+        self, conversation: Conversation, text: str, hold: asyncio.Event | None
+    ) -> AsyncIterator[str]:
+        # ``reply`` may do anything: a speculative turn calls it only once confirmed, so one
+        # the caller overrides leaves nothing behind (not even its line in the history).
+        if hold is not None:
+            await hold.wait()
         conversation.history.append(("caller", text))
-        number = sum(1 for who, _ in conversation.history if who == "caller")
-        return _ReplyStream(f"t{number}", _sentences(self._reply(text, conversation)))
+        async for sentence in _sentences(self._reply(text, conversation)):
+            yield sentence
+
+    async def confirm(self, call_id: str, turn_id: str) -> None:
+        """A speculative turn may run: the caller's turn has ended."""
+        hold = self._holds.pop((call_id, turn_id), None)
+        if hold is not None:
+            hold.set()
 
     async def heard(self, call_id: str, turn_id: str, heard_text: str, interrupted: bool) -> None:
         """Keep what the caller heard of the bot (the only bot text the history holds)."""
@@ -76,6 +105,8 @@ class FunctionEngine:
     async def close(self, call_id: str) -> None:
         """The call ended."""
         self._calls.pop(call_id, None)
+        for key in [key for key in self._holds if key[0] == call_id]:
+            del self._holds[key]
 
 
 async def _sentences(answer: Awaitable[str] | AsyncIterator[str]) -> AsyncIterator[str]:

@@ -205,6 +205,16 @@ class ThreadedEngine:
 
         self._post(call_id, report)
 
+    async def confirm(self, call_id: str, turn_id: str) -> None:
+        """Post the go-ahead of a speculative turn (after its start, in the call's order)."""
+        engine = self._engine
+
+        async def confirm() -> None:
+            await engine.confirm(call_id, turn_id)
+            return None
+
+        self._post(call_id, confirm)
+
     async def close(self, call_id: str) -> None:
         """End the session after the call's pending requests; waits for it (bounded)."""
         line = self._lines.pop(call_id, None)

@@ -57,6 +57,11 @@ class GatewayMetrics:
             registry=registry,
         )
         self.errors = Counter("voicegate_errors", "Errors, by kind.", ["kind"], registry=registry)
+        self.end_of_turns = Counter(
+            "voicegate_end_of_turns",
+            "Turn ends by rule, and what the end-of-turn model did (model=shed: it was busy).",
+            ["reason", "model"], registry=registry,
+        )  # fmt: skip
         self.bargein_flush = self._latency("bargein_flush", "Caller speech onset to the flush.")
         self.response = self._latency("response", "End of caller speech to the first bot audio.")
         self.stt_final = self._latency("stt_final", "End of caller speech to the final transcript.")
@@ -175,6 +180,10 @@ class CallObserver:
 
     def _on_protocol_error(self, t_ms: float, record: dict[str, object]) -> None:
         self._metrics.errors.labels("protocol").inc()
+
+    def _on_end_of_turn(self, t_ms: float, record: dict[str, object]) -> None:
+        reason, model = str(record.get("reason")), str(record.get("model"))
+        self._metrics.end_of_turns.labels(reason, model).inc()
 
     def _on_turn_ended(self, t_ms: float, record: dict[str, object]) -> None:
         if record.get("reason") == "error":

@@ -53,6 +53,7 @@ from voicegate.gateway.media import CallMedia, MediaFactory
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
+from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -147,6 +148,9 @@ class CallSession:
         self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._turn: asyncio.Task[None] | None = None
+        # The latest turn task of either kind: the next one waits for it (turns never overlap).
+        self._last_task: asyncio.Task[None] | None = None
+        self._speculation: Speculation | None = None
         self._turn_id = ""
         self._turn_count = 0
         self._started: CallStarted | None = None
@@ -259,6 +263,7 @@ class CallSession:
             wire,
             on_pause=self._stt.speech_paused,
             report=self.timeline.emit,
+            on_resume=self._on_caller_resumed,
         )
         await self._send(AcceptCall())
         self.timeline.emit(
@@ -345,6 +350,8 @@ class CallSession:
         self.timeline.emit(self._now_ms, "transcript", text=result.text, final=result.final)
         if self._turns is not None:
             self._turns.transcript(result.text, result.at_ms)
+            if not result.final:
+                self._speculate(self._turns)
         await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
 
     async def _on_mark(self, name: str, **estimated: bool) -> None:
@@ -366,6 +373,8 @@ class CallSession:
         assert self._playout is not None
         match action:
             case bargein.StartTurn(text=text, dtmf=dtmf):
+                if await self._adopt_speculation(text, dtmf):
+                    return
                 user: UserInput = DtmfInput(dtmf) if dtmf else TranscriptInput(text)
                 self._start_turn(user)
             case bargein.CancelTurn():
@@ -416,15 +425,109 @@ class CallSession:
 
     # --- turns --------------------------------------------------------------------------------
 
-    def _start_turn(self, user: UserInput) -> None:
+    def _start_turn(self, user: UserInput, speculation: Speculation | None = None) -> None:
         assert self._tasks is not None
-        previous = self._turn
+        previous = self._last_task
         self._turn_count += 1
         epoch = self._state.epoch
-        self._turn = self._tasks.create_task(self._run_turn(user, epoch, previous))
+        task = self._tasks.create_task(self._run_turn(user, epoch, previous, speculation))
+        self._last_task = task
+        if speculation is None:
+            self._turn = task
+        else:
+            speculation.task = task
+
+    # --- speculative turns (issue 14; gateway/speculation.py) ---------------------------------
+
+    def _speculate(self, turns: TurnTracker) -> None:
+        """At a held pause whose words are in, start the turn they call for, held."""
+        if self._speculation is not None or self._state.turn_running:
+            return
+        if self._state.phase is not bargein.Phase.USER_SPEAKING:
+            return
+        text = turns.speculation_text()
+        if text is None:
+            return
+        self._speculation = Speculation(text)
+        self.timeline.emit(self._now_ms, "speculation_started", text=text)
+        self._start_turn(TranscriptInput(text, speculative=True), self._speculation)
+
+    def _on_caller_resumed(self) -> None:
+        """The caller went on after the pause: the speculative turn is void."""
+        self._drop_speculation("caller went on")
+
+    def _drop_speculation(self, reason: str) -> None:
+        speculation, self._speculation = self._speculation, None
+        if speculation is None:
+            return
+        if speculation.task is not None:
+            speculation.task.cancel()  # the engine rewinds it: no trace (engine/loop/speculation)
+        self.timeline.emit(self._now_ms, "speculation_cancelled", reason=reason)
+
+    async def _adopt_speculation(self, text: str, dtmf: str) -> bool:
+        """The turn ended: confirm the speculative turn if it guessed these words."""
+        speculation = self._speculation
+        if speculation is None:
+            return False
+        if dtmf or not same_words(speculation.text, text):
+            self._drop_speculation("the final transcript differs")
+            return False
+        self._speculation = None
+        speculation.confirmed = True
+        self._turn = speculation.task
+        self.timeline.emit(self._now_ms, "speculation_confirmed", held=len(speculation.held))
+        if speculation.turn_id:  # else it is confirmed as soon as the engine names it
+            self._turn_id = speculation.turn_id
+            await self._services.engine.confirm(self._gate.call_id, speculation.turn_id)
+        await self._release_held(speculation)
+        return True
+
+    async def _speculation_named(self, speculation: Speculation, turn_id: str) -> None:
+        speculation.turn_id = turn_id
+        if speculation.confirmed:
+            self._turn_id = turn_id
+            await self._services.engine.confirm(self._gate.call_id, turn_id)
+
+    async def _release_held(self, speculation: Speculation) -> None:
+        """Play what the confirmed turn held, in order, as if it had just been produced."""
+        assert self._playout is not None
+        failed = None
+        for event, segment in speculation.held:
+            self.timeline.emit(self._now_ms, **event_fields(event))
+            if segment is not None:
+                self._playout.enqueue(segment)
+            elif isinstance(event, TurnEnded) and event.reason == "error":
+                failed = event
+        speculation.held.clear()
+        await self._release()
+        if failed is not None:
+            await self._on_turn_failed(failed, self._state.epoch)
+        if speculation.finished:
+            await self._finish_turn(speculation.turn_id)
+
+    async def _hold(self, event: TurnEvent, speculation: Speculation, epoch: int) -> bool:
+        """Hold an unconfirmed turn's event (speech synthesised now); False once confirmed."""
+        if speculation.confirmed:
+            return False
+        segment = None
+        if isinstance(event, Say):
+            segment = await self._segment(event, epoch)
+            if speculation.confirmed:  # confirmed while this was synthesised: play it now
+                self.timeline.emit(self._now_ms, **event_fields(event))
+                self._enqueue(segment)
+                await self._release()
+                return True
+        speculation.held.append((event, segment))
+        return True
+
+    # --- the turn task ------------------------------------------------------------------------
 
     async def _run_turn(
-        self, user: UserInput, epoch: int, previous: asyncio.Task[None] | None
+        self,
+        user: UserInput,
+        epoch: int,
+        previous: asyncio.Task[None] | None,
+        speculation: Speculation | None = None,
     ) -> None:
         if previous is not None:
             # A cancelled turn may still be unwinding its tool; turns never overlap.
@@ -433,12 +536,16 @@ class CallSession:
         try:
             async with stream:
                 # An engine on the dialogue plane names the turn once it has started there.
-                self._turn_id = stream.turn_id
                 self.timeline.emit(
                     self._now_ms, "turn_started", turn_id=stream.turn_id, input=input_fields(user)
                 )
+                if speculation is None:
+                    self._turn_id = stream.turn_id
+                else:
+                    await self._speculation_named(speculation, stream.turn_id)
                 async for event in stream:
-                    await self._on_turn_event(event, epoch)
+                    if speculation is None or not await self._hold(event, speculation, epoch):
+                        await self._on_turn_event(event, epoch)
         except asyncio.CancelledError:
             self._record_undelivered(stream.undelivered())
             raise
@@ -455,6 +562,9 @@ class CallSession:
                 reason=str(error),
             )
             await self._apologise(stream.turn_id, epoch)
+        if speculation is not None and not speculation.confirmed:
+            speculation.finished = True  # finished once confirmed (_release_held)
+            return
         await self._finish_turn(stream.turn_id)
 
     async def _apologise(self, turn_id: str, epoch: int, text: str | None = None) -> None:
@@ -524,12 +634,19 @@ class CallSession:
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
+        self._enqueue(await self._segment(say, epoch))
+        await self._release()
+
+    async def _segment(self, say: Say, epoch: int) -> QueuedSegment:
+        """One sentence synthesised, in the provider's wire format."""
         assert self._media is not None
-        assert self._playout is not None
         chunks = [chunk async for chunk in self._services.tts.synthesize(say.text)]
         payload = self._media.outbound(chunks, self._services.tts.sample_rate)
-        self._playout.enqueue(QueuedSegment(epoch, say.turn_id, say.text, payload))
-        await self._release()
+        return QueuedSegment(epoch, say.turn_id, say.text, payload)
+
+    def _enqueue(self, segment: QueuedSegment) -> None:
+        assert self._playout is not None
+        self._playout.enqueue(segment)
 
     async def _report_heard(self, heard: TurnHeard) -> None:
         # Without playback acknowledgements what was heard is the playout clock's estimate.
@@ -595,6 +712,7 @@ class CallSession:
         """Stop the turn and the recogniser so the task group can finish."""
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()
+        self._drop_speculation("call over")
         if self._stt is not None:
             await self._stt.aclose()
         if self._call_id:

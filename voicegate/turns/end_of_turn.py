@@ -34,6 +34,9 @@ class Pause:
     score: float | None = None
     scored_ms: MediaMs | None = None
     words: str | None = None
+    #: What became of the model's verdict: ``asked``, ``scored``, or why it was not (or no
+    #: longer) wanted: ``short`` speech, ``shed`` (the model was busy), ``hold word``.
+    model: str = "asked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,7 @@ class TurnEnd:
     silence_ms: int
     score: float | None
     words: str | None
+    model: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,12 @@ def paused(state: EndOfTurnState, end_ms: MediaMs) -> EndOfTurnState:
     return EndOfTurnState(Pause(end_ms))
 
 
+def unscored(state: EndOfTurnState, why: str) -> EndOfTurnState:
+    """The model will not score the held pause (``why``): the other rules decide it."""
+    pause = state.pause
+    return state if pause is None else EndOfTurnState(replace(pause, model=why))
+
+
 def resumed(state: EndOfTurnState) -> tuple[EndOfTurnState, bool]:
     """Speech started again; True if it continues a held pause (swallow the start)."""
     return EndOfTurnState(), state.pause is not None
@@ -69,7 +79,7 @@ def scored(state: EndOfTurnState, end_ms: MediaMs, score: float, now_ms: MediaMs
     pause = state.pause
     if pause is None or pause.end_ms != end_ms:
         return state  # a late score for a pause that speech already resumed
-    return EndOfTurnState(replace(pause, score=score, scored_ms=now_ms))
+    return EndOfTurnState(replace(pause, score=score, scored_ms=now_ms, model="scored"))
 
 
 def heard(state: EndOfTurnState, text: str, covers_ms: MediaMs) -> EndOfTurnState:
@@ -90,8 +100,17 @@ def decide(
     reason = _reason(pause, now_ms, settings)
     if reason is None:
         return state, None
-    end = TurnEnd(pause.end_ms, reason, now_ms - pause.end_ms, pause.score, pause.words)
+    silence = now_ms - pause.end_ms
+    end = TurnEnd(pause.end_ms, reason, silence, pause.score, pause.words, pause.model)
     return EndOfTurnState(), end
+
+
+def held_by_words(state: EndOfTurnState, settings: EndOfTurnSettings) -> bool:
+    """Whether the held pause's transcript already decides it (a hold word): no model needed."""
+    pause = state.pause
+    return (
+        pause is not None and pause.words is not None and ends_on_hold_word(pause.words, settings)
+    )
 
 
 def ends_on_hold_word(text: str, settings: EndOfTurnSettings) -> bool:

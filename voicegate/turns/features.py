@@ -67,7 +67,11 @@ def log_mel(window: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     padded = np.pad(x.astype(np.float64), (N_FFT // 2, N_FFT // 2), mode="reflect")
     frames = sliding_window_view(padded, N_FFT)[::HOP]
     power = np.abs(np.fft.rfft(frames * _WINDOW, axis=-1)) ** 2
-    spec = np.log10(np.maximum(1e-10, _FILTERS.T @ power.T))[:, :-1]
+    # einsum without optimisation runs numpy's own loop, not BLAS: the BLAS matmul ran on
+    # two threads that then spun, costing twice its CPU plus ~40 ms of spinning beside the
+    # ONNX run, per inference (bench/smart_turn_cost.py, process vs thread CPU).
+    mel = np.einsum("fm,tf->mt", _FILTERS, power, optimize=False)
+    spec = np.log10(np.maximum(1e-10, mel))[:, :-1]
     spec = np.maximum(spec, spec.max() - 8.0)
     scaled: npt.NDArray[np.float32] = ((spec + 4.0) / 4.0).astype(np.float32)
     return scaled

@@ -44,8 +44,28 @@ class EndOfTurnSettings:
     #: Caller audio before the turn's onset given to the model, like Pipecat's pre_speech_ms.
     preroll_ms: int = 500
     hold_words: frozenset[str] = DEFAULT_HOLD_WORDS
-    #: Model inferences run at once, on their own threads (shared by every call).
+    #: Model inferences run at once, on their own threads (shared by every call of a worker).
     workers: int = 1
+    #: Pauses waiting for a free model thread, at most; past that a pause is not scored (the
+    #: silence timeout decides it, ``model: shed`` on the timeline): under load a queued
+    #: verdict would come after the silence timeout anyway, and only cost CPU.
+    max_queue: int = 2
+    #: Share of one core the model may use per worker process, averaged over a second; past
+    #: it pauses are shed as above. 100 calls on 2 workers scored every pause and took ~40 %
+    #: of a busy worker's CPU, and 32 of those calls had choppy playout.
+    cpu_share: float = 0.25
+    #: Caller speech (ms, from the turn's onset to the pause) below which the model is not
+    #: asked and the silence timeout decides: a lone word scores low (bench/turn_taking.py:
+    #: single digits scored incomplete and waited incomplete_timeout_ms) and the pause it
+    #: ends is short anyway.
+    min_speech_ms: int = 400
+    #: Speculative turns (preemptive generation): at a held pause whose transcript is in
+    #: (and ends on no hold word), start the engine's turn at once; its audio and effects wait
+    #: for the end of the turn, and it is cancelled without a trace if the caller goes on.
+    #: Off by default: it pays off with a model that takes long to answer (an LLM), costs a
+    #: model request per overridden pause, and gained nothing measurable with the scripted
+    #: model (docs/turn-taking.md).
+    speculative: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
@@ -60,8 +80,14 @@ class EndOfTurnSettings:
                 raise ConfigError(f"{name} must be at least 20 ms, got {getattr(self, name)!r}")
         if self.silence_timeout_ms < self.pause_ms:
             raise ConfigError("silence_timeout_ms must be at least pause_ms")
-        if self.transcript_wait_ms < 0 or self.preroll_ms < 0 or self.workers < 1:
-            raise ConfigError("transcript_wait_ms and preroll_ms must be >= 0, workers >= 1")
+        if min(self.transcript_wait_ms, self.preroll_ms, self.max_queue, self.min_speech_ms) < 0:
+            raise ConfigError(
+                "transcript_wait_ms, preroll_ms, max_queue and min_speech_ms must be >= 0"
+            )
+        if not 0.0 < self.cpu_share <= float(self.workers):
+            raise ConfigError(f"cpu_share must be in (0, workers], got {self.cpu_share!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {self.workers!r}")
 
     @property
     def uses_model(self) -> bool:

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -24,7 +25,7 @@ import onnxruntime as ort
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
-from voicegate.clock.virtual import charged
+from voicegate.clock.virtual import charged, virtual_loop
 from voicegate.errors import ConfigError
 from voicegate.turns.features import SAMPLE_RATE, last_window, log_mel
 
@@ -41,9 +42,19 @@ def bundled_model_path() -> Path:
 
 
 class SmartTurnModel:
-    """One ONNX session and the worker threads that run it."""
+    """One ONNX session, the worker threads that run it and the bound on waiting inferences.
 
-    def __init__(self, path: Path, *, workers: int = 1) -> None:
+    At most ``workers`` inferences run at once and ``max_queue`` more wait; :meth:`submit`
+    refuses any more (load shedding), so under load the model costs at most its threads and
+    a pause it cannot score in time falls back to the silence timeout instead of queueing.
+    Batching waiting inferences into one run was measured and not kept: on one thread the
+    ONNX run is compute-bound, 90 ms of CPU per item alone or in a batch of 2 to 8
+    (bench/smart_turn_cost.py).
+    """
+
+    def __init__(
+        self, path: Path, *, workers: int = 1, max_queue: int = 2, cpu_share: float = 1.0
+    ) -> None:
         if not path.is_file():
             raise ConfigError(f"end-of-turn model not found: {path}")
         if path.name == MODEL_NAME and _sha256(path) != MODEL_SHA256:
@@ -56,6 +67,10 @@ class SmartTurnModel:
         self._session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
+        self._capacity = workers + max_queue
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._budget = CpuBudget(cpu_share)
         self._executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="smart-turn", initializer=_yield_to_media
         )
@@ -75,16 +90,75 @@ class SmartTurnModel:
         outputs = self._session.run(None, {"input_features": features})
         return float(np.asarray(outputs[0]).reshape(-1)[0])
 
-    def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
-        """Score on a worker thread; the caller polls the future on its media clock.
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
+        """Score on a worker thread (poll the future); None when too many already wait.
 
-        In virtual time the score is ready one modelled inference later (issue 19).
+        In virtual time the score is ready one modelled inference later (issue 19), and the
+        CPU share, a wall-clock budget, is not applied: replays decide the same every run.
         """
-        return charged(self._executor.submit(self.probability, samples, sample_rate), COMPONENT)
+        virtual = virtual_loop() is not None
+        with self._lock:
+            if self._pending >= self._capacity:
+                return None
+            if not virtual and not self._budget.allows(time.monotonic()):
+                return None
+            self._pending += 1
+        work = self._executor.submit(self._timed, samples, sample_rate)
+        # Also runs when a waiting inference is cancelled (its pause resumed): it frees a place.
+        work.add_done_callback(self._finished)
+        return charged(work, COMPONENT)
+
+    @property
+    def pending(self) -> int:
+        """Inferences running or waiting now."""
+        return self._pending
 
     def close(self) -> None:
         """Stop the worker threads once running inferences finish."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _timed(self, samples: Samples, sample_rate: int) -> float:
+        started = time.thread_time()
+        try:
+            return self.probability(samples, sample_rate)
+        finally:
+            spent = time.thread_time() - started
+            with self._lock:
+                self._budget.spend(spent, time.monotonic())
+
+    def _finished(self, _: Future[float]) -> None:
+        with self._lock:
+            self._pending -= 1
+
+
+class CpuBudget:
+    """A token bucket of CPU seconds: ``share`` of one core, saved up for at most 1 s.
+
+    Under load every caller pause would keep the model's thread busy (a core per worker at
+    100 calls); past its share the model is not asked and pauses fall back to the silence
+    timeout, so the model never takes more than ``share`` of a core from the media loop.
+    """
+
+    def __init__(self, share: float, *, burst_s: float = 1.0) -> None:
+        self._share = share
+        self._burst = burst_s * share
+        self._tokens = self._burst
+        self._at: float | None = None
+
+    def allows(self, now: float) -> bool:
+        """Whether CPU is left for one more inference now."""
+        self._refill(now)
+        return self._tokens > 0
+
+    def spend(self, cpu_s: float, now: float) -> None:
+        """An inference used ``cpu_s`` seconds of CPU."""
+        self._refill(now)
+        self._tokens -= cpu_s
+
+    def _refill(self, now: float) -> None:
+        if self._at is not None:
+            self._tokens = min(self._burst, self._tokens + (now - self._at) * self._share)
+        self._at = now
 
 
 #: Niceness of the model's threads (Linux threads have their own): under load the kernel runs

@@ -35,8 +35,8 @@ _KEEP_MS = 8000
 class EndOfTurnModel(Protocol):
     """Scores whether a turn is complete, off the caller's thread (:class:`SmartTurnModel`)."""
 
-    def submit(self, samples: Samples, sample_rate: int) -> Future[float]:
-        """Start scoring the audio up to the pause; the future holds the probability."""
+    def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
+        """Start scoring the audio up to the pause (a future); None if the model is busy."""
         ...
 
 
@@ -78,7 +78,9 @@ class TurnTracker:
         wire: AudioFormat,
         on_pause: Callable[[MediaMs], None] | None = None,
         report: Reporter | None = None,
+        on_resume: Callable[[], None] | None = None,
     ) -> None:
+        self._on_resume = on_resume
         self._eot_settings = settings.end_of_turn
         self._gate_settings = settings.echo_gate
         self._model = model if settings.end_of_turn.uses_model else None
@@ -119,6 +121,20 @@ class TurnTracker:
     def transcript(self, text: str, covers_ms: MediaMs) -> None:
         """A transcript of the caller's audio up to ``covers_ms`` (interim or final)."""
         self._eot = end_of_turn.heard(self._eot, text, covers_ms)
+        if self._scoring is not None and end_of_turn.held_by_words(self._eot, self._eot_settings):
+            # The hold-word rule decides this pause whatever the model says: an inference
+            # still waiting for a thread is not run at all.
+            self._drop_scoring()
+            self._eot = end_of_turn.unscored(self._eot, "hold word")
+
+    def speculation_text(self) -> str | None:
+        """The words of the held pause, if a speculative turn may start on them now."""
+        pause = self._eot.pause
+        if not self._eot_settings.speculative or self._model is None or pause is None:
+            return None
+        if not pause.words or end_of_turn.held_by_words(self._eot, self._eot_settings):
+            return None
+        return pause.words.strip() or None
 
     # --- echo gate ------------------------------------------------------------------------
 
@@ -161,12 +177,14 @@ class TurnTracker:
             self._eot, continues = end_of_turn.resumed(self._eot)
             self._drop_scoring()
             if continues:
+                if self._on_resume is not None:
+                    self._on_resume()  # the caller went on: a speculative turn is void
                 return []
             self._turn_onset_ms = voice.at_ms
             return [voice]
         self._eot = end_of_turn.paused(self._eot, voice.at_ms)
         if self._model is not None:
-            self._start_scoring(voice.at_ms)
+            self._eot = end_of_turn.unscored(self._eot, self._start_scoring(voice.at_ms))
             if self._on_pause is not None:
                 self._on_pause(voice.at_ms)
         return []
@@ -177,14 +195,26 @@ class TurnTracker:
             self._scoring[1].cancel()
             self._scoring = None
 
-    def _start_scoring(self, end_ms: MediaMs) -> None:
+    def _start_scoring(self, end_ms: MediaMs) -> str:
+        """Ask the model about the pause at ``end_ms`` if it can change the decision.
+
+        One inference per pause at most. Not for a short utterance (``min_speech_ms``): the
+        silence timeout decides it. Echo never gets here: the gate drops the segments the
+        bot's echo explains before they make a pause. Returns the pause's ``model`` state.
+        """
         assert self._model is not None
         self._drop_scoring()
+        if end_ms - self._turn_onset_ms < self._eot_settings.min_speech_ms:
+            return "short"
         begin = self._turn_onset_ms - self._eot_settings.preroll_ms
         frames = [samples for end, samples in self._frames if end > begin]
         if not frames:
-            return
-        self._scoring = (end_ms, self._model.submit(np.concatenate(frames), self._rate))
+            return "short"
+        future = self._model.submit(np.concatenate(frames), self._rate)
+        if future is None:
+            return "shed"
+        self._scoring = (end_ms, future)
+        return "asked"
 
     def _poll_score(self, now_ms: MediaMs) -> None:
         if self._scoring is None or not self._scoring[1].done():
@@ -211,6 +241,7 @@ class TurnTracker:
                 silence_ms=end.silence_ms,
                 score=None if end.score is None else round(end.score, 3),
                 words=end.words,
+                model=end.model,
             )
         return [Voice(False, end.end_ms)]
 
@@ -241,6 +272,7 @@ class TurnFactory:
         *,
         on_pause: Callable[[MediaMs], None] | None = None,
         report: Reporter | None = None,
+        on_resume: Callable[[], None] | None = None,
     ) -> TurnTracker:
         """One call's tracker."""
         return TurnTracker(
@@ -250,6 +282,7 @@ class TurnFactory:
             wire=wire,
             on_pause=on_pause,
             report=report,
+            on_resume=on_resume,
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from voicegate.engine.tools.schema import ToolSpec
 
@@ -77,6 +77,22 @@ class LLMPort(Protocol):
 
         Raises LLMError when the model cannot answer.
         """
+        ...
+
+
+@runtime_checkable
+class Rewindable(Protocol):
+    """A port with state of its own (the scripted model's place in its script).
+
+    A speculative turn that is cancelled puts it back where it was (issue 14).
+    """
+
+    def mark(self) -> object:
+        """Where the port is now."""
+        ...
+
+    def rewind(self, mark: object) -> None:
+        """Go back to a place :meth:`mark` returned."""
         ...
 
 

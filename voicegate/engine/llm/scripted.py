@@ -60,6 +60,15 @@ class ScriptedLLM:
         for call in reply.calls:
             yield call
 
+    def mark(self) -> object:
+        """Where the script is (a speculative turn that is cancelled goes back here)."""
+        return (self._turn, self._step, self._outstanding)
+
+    def rewind(self, mark: object) -> None:
+        """Go back to a place :meth:`mark` returned."""
+        assert isinstance(mark, tuple)
+        self._turn, self._step, self._outstanding = mark
+
     @property
     def finished(self) -> bool:
         """Whether every scripted turn has been played through."""

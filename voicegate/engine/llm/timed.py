@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 
-from voicegate.engine.llm.port import LLMFactory, LLMPort, Message, StreamItem
+from voicegate.engine.llm.port import LLMFactory, LLMPort, Message, Rewindable, StreamItem
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import LLMError
 
@@ -25,6 +25,15 @@ class TimedLLM:
         self._inner = inner
         self._first_token = first_token
         self._failed = failed
+
+    def mark(self) -> object:
+        """The inner port's place, if it has one (see ``Rewindable``)."""
+        return self._inner.mark() if isinstance(self._inner, Rewindable) else None
+
+    def rewind(self, mark: object) -> None:
+        """Put the inner port back where :meth:`mark` found it."""
+        if isinstance(self._inner, Rewindable):
+            self._inner.rewind(mark)
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]

@@ -99,11 +99,13 @@ async def _advance(turn: Turn) -> Phase | None:
     if frame is None:
         return Phase.MODEL
     cursor = frame.cursor
-    if cursor is None:
-        if completion_due(turn, frame):
-            await end_top(turn, "completed")
-            return None
+    if cursor is None and not completion_due(turn, frame):
         return Phase.MODEL
+    # Every step may write memory or run a tool: a speculative turn waits for its go-ahead.
+    await turn.channel.go_ahead()
+    if cursor is None:
+        await end_top(turn, "completed")
+        return None
     steps = turn.skill(frame.skill_id).body.blocks[cursor.block_id].steps
     if cursor.index >= len(steps):
         await end_block(turn, frame)

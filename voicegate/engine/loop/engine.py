@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 
@@ -15,11 +16,12 @@ from voicegate.engine.loop.persistence import (
     resumable_turn,
 )
 from voicegate.engine.loop.session import Session
-from voicegate.engine.loop.stream import DEFAULT_UNWIND_GRACE, TurnStream
+from voicegate.engine.loop.speculation import speculative_turn
+from voicegate.engine.loop.stream import DEFAULT_UNWIND_GRACE, TurnBody, TurnStream
 from voicegate.engine.memory.state import MemoryState
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.model import Project
-from voicegate.engine.seam import CallInfo, UserInput
+from voicegate.engine.seam import CallInfo, Transcript, UserInput
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.errors import EngineError, StoreError
@@ -92,12 +94,19 @@ class ProjectEngine:
     def turn(self, call_id: str, user: UserInput) -> TurnStream | CheckpointedStream:
         """Run one turn; a turn still running for the call is cancelled before this one starts."""
         session = self.session(call_id)
+        turn_id = session.next_turn_id()
+        body: TurnBody = functools.partial(resumable_turn, session, user)
+        hold = None
+        if isinstance(user, Transcript) and user.speculative:
+            hold = session.holds[turn_id] = asyncio.Event()
+            body = functools.partial(speculative_turn, session, hold, body)
         stream = TurnStream(
-            session.next_turn_id(),
-            functools.partial(resumable_turn, session, user),
+            turn_id,
+            body,
             running=session.running,
             before_start=functools.partial(session.settle, self._grace),
             unwind_grace=self._grace,
+            hold=hold,
         )
         checkpoint = self._checkpoints.get(call_id)
         return stream if checkpoint is None else CheckpointedStream(stream, checkpoint.save)
@@ -111,6 +120,12 @@ class ProjectEngine:
             session.history.append(BotUttered(turn_id, heard_text.strip(), interrupted))
             if (checkpoint := self._checkpoints.get(call_id)) is not None:
                 checkpoint.save()
+
+    async def confirm(self, call_id: str, turn_id: str) -> None:
+        """A speculative turn may go on: the caller's turn has ended (no-op for other turns)."""
+        hold = self.session(call_id).holds.get(turn_id)
+        if hold is not None:
+            hold.set()
 
     async def close(self, call_id: str) -> None:
         """End a session, cancelling a turn that still runs; its memory stays in the store."""

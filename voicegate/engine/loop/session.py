@@ -48,6 +48,8 @@ class Session:
         self.dialogue = DialogueState()
         self.running: set[TurnStream] = set()
         self.turn_ids: set[str] = set()
+        #: Speculative turns waiting to be confirmed, by turn id (loop/speculation.py).
+        self.holds: dict[str, asyncio.Event] = {}
         #: Turns started so far; turn ids count on from here after a resume (issue 13).
         self.turns_started = 0
         #: Said at the start of the next turn: set when the call resumed on this node.

@@ -32,9 +32,11 @@ DEFAULT_UNWIND_GRACE = 0.5
 class TurnChannel:
     """The running turn's outlet for events, and its cancellation state."""
 
-    def __init__(self, turn_id: str) -> None:
+    def __init__(self, turn_id: str, hold: asyncio.Event | None = None) -> None:
         self.turn_id = turn_id
         self.queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        # A speculative turn's go-ahead (engine/loop/speculation.py); None: not speculative.
+        self._hold = hold
         self._cancelled = False
         self._ending = False
         self._consumer: asyncio.Task[object] | None = None
@@ -70,6 +72,11 @@ class TurnChannel:
         """Queue a non-speech event (tool, memory and end events are kept for the timeline)."""
         self.queue.put_nowait(event)
 
+    async def go_ahead(self) -> None:
+        """Before anything with an effect: a speculative turn waits here until confirmed."""
+        if self._hold is not None:
+            await self._hold.wait()
+
     def watch(self, consumer: asyncio.Task[object] | None) -> None:
         """Follow the task that iterates the turn."""
         self._consumer = consumer
@@ -98,13 +105,14 @@ class TurnStream:
         running: set[TurnStream],
         before_start: Callable[[], Awaitable[None]] | None = None,
         unwind_grace: float = DEFAULT_UNWIND_GRACE,
+        hold: asyncio.Event | None = None,
     ) -> None:
         self.turn_id = turn_id
         self._body = body
         self._running = running
         self._before_start = before_start
         self._grace = unwind_grace
-        self._channel = TurnChannel(turn_id)
+        self._channel = TurnChannel(turn_id, hold)
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         self._leftover: list[TurnEvent] = []

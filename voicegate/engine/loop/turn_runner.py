@@ -30,7 +30,7 @@ from voicegate.engine.history import ToolCallSource, ToolExecuted, UserUttered
 from voicegate.engine.llm.port import AssistantMessage, Message, ToolCall, ToolResultMessage
 from voicegate.engine.loop.blocks import Phase, model_answered, run_ready_steps
 from voicegate.engine.loop.button_taps import apply_tap, is_set_payload
-from voicegate.engine.loop.calls import call_tool
+from voicegate.engine.loop.calls import call_tool, owner_of
 from voicegate.engine.loop.flows import SESSION_START, skill_flows
 from voicegate.engine.loop.framework import is_framework_tool, run_framework_call
 from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
@@ -39,7 +39,7 @@ from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.skills import activate_skill
 from voicegate.engine.loop.stream import TurnChannel
-from voicegate.engine.loop.toolbox import offered_tools
+from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.seam import ButtonPress, TurnEnded, UserInput, user_text
 from voicegate.engine.tools.schema import ToolSpec
@@ -132,6 +132,8 @@ async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
     if turn.wait or turn.channel.ending:
         reason = "the call is ending" if turn.channel.ending else "the turn is waiting for the user"
         return _record(turn, call, {"error": f"not run: {reason}"}, "error")
+    if not _runs_early(turn, call):
+        await turn.channel.go_ahead()  # a speculative turn runs no effect before confirmed
     if is_framework_tool(call.name):
         return await run_framework_call(turn, call)
     message = await call_tool(turn, call)
@@ -140,6 +142,15 @@ async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
         # conversation the model reads on later turns keeps every call paired.
         return _record(turn, call, json.loads(message.content), "ok")
     return message
+
+
+def _runs_early(turn: Turn, call: ToolCall) -> bool:
+    """A tool the project marked ``run_early`` (framework tools never are: they write state)."""
+    if is_framework_tool(call.name):
+        return False
+    owner = owner_of(turn, call.name)
+    bound = None if owner is None else skill_tool(turn.session, owner, call.name)
+    return bound is not None and bound.tool.run_early
 
 
 def _recorded(turn: Turn, call: ToolCall) -> bool:

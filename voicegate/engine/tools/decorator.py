@@ -25,9 +25,14 @@ ToolFunction = Callable[..., Coroutine[Any, Any, Any]]
 class Tool:
     """An ``async`` function declared with ``@tool``; calling it calls the function."""
 
-    def __init__(self, function: ToolFunction, description: str) -> None:
+    def __init__(
+        self, function: ToolFunction, description: str, *, run_early: bool = False
+    ) -> None:
         self.function = function
         self.description = description
+        #: Safe to run in a speculative turn, before the caller's turn is known to be over
+        #: (no effect worth undoing: a read-only lookup). voicegate's extension, default off.
+        self.run_early = run_early
         self.name: str = function.__name__
         functools.update_wrapper(self, function)
 
@@ -83,11 +88,13 @@ class Tool:
 
 
 def tool(
-    function: object = None, /, *, description: str | None = None
+    function: object = None, /, *, description: str | None = None, run_early: bool = False
 ) -> Callable[[ToolFunction], Tool]:
     """Declare a tool: ``@tool(description="...")`` above an ``async def``.
 
     ``description`` is keyword-only and required; a bare ``@tool`` raises (tools reference).
+    ``run_early=True`` (voicegate's extension): the tool may run in a speculative turn before
+    the caller's turn is confirmed over (docs/turn-taking.md); every other tool waits.
     """
     if function is not None:
         raise ToolDefinitionError(
@@ -100,6 +107,6 @@ def tool(
         name = getattr(candidate, "__name__", repr(candidate))
         if not inspect.iscoroutinefunction(candidate):
             raise ToolDefinitionError(f"tool {name!r} must be an async function (async def)")
-        return Tool(candidate, description.strip())
+        return Tool(candidate, description.strip(), run_early=run_early)
 
     return decorate

@@ -41,6 +41,11 @@ class InvocableTool(Protocol):
         """The tool's own wall-clock limit in seconds; None means the agent's ``tool_timeout``."""
         ...
 
+    @property
+    def run_early(self) -> bool:
+        """Whether a speculative turn may run it before it is confirmed (issue 14)."""
+        ...
+
     def argument_problem(self, arguments: Mapping[str, Any]) -> str | None:
         """Why ``arguments`` cannot be passed to the tool, or None when they can."""
         ...

@@ -30,6 +30,8 @@ class RemoteTool:
     call: RemoteCall
     source: ToolSource = "mcp"
     time_limit: float | None = None
+    #: A remote tool's effects are unknown: it never runs in an unconfirmed speculative turn.
+    run_early: bool = False
 
     @property
     def name(self) -> str:

@@ -134,6 +134,20 @@ class Lease:
             if future.done():
                 self._running = None
 
+    def start(self, work: Callable[[], _T]) -> asyncio.Future[_T]:
+        """Run ``work`` on a worker thread; its result arrives in the returned future.
+
+        The caller may stop waiting for it (a stale decode): the slot stays held until the
+        thread is free, as for a cancelled :meth:`run`.
+        """
+        if self._ended or self._running is not None:
+            raise SpeechError("decode pool: a lease runs one piece of work while it is held")
+        running = self._pool._submit(work)
+        self._running = running
+        result = asyncio.wrap_future(running)
+        result.add_done_callback(_retrieve)  # a stale decode's failure is nobody's to report
+        return result
+
     def end(self) -> None:
         """Return the slot now, or when the work still running on its thread finishes."""
         self._ended = True
@@ -142,3 +156,8 @@ class Lease:
             self._pool._release()
             return
         running.add_done_callback(lambda _: self._pool._release())
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -134,6 +134,11 @@ class WhisperStream:
         self._closed = False
         self._wake = asyncio.Event()
         self._latest: _Decoded | None = None
+        # While an interim decodes: resolved when a pause or the utterance's end makes it
+        # stale; and the end of the audio it decodes.
+        self._overtaken: asyncio.Future[None] | None = None
+        self._decoding_end_ms: MediaMs = 0
+        self._pause_due = False
 
     def push(self, frame: Samples, at_ms: MediaMs) -> None:
         """Buffer one frame; ask for an interim every ``interim_interval_ms`` of speech."""
@@ -163,13 +168,28 @@ class WhisperStream:
         segment = self._buffer.end(at_ms)
         if segment is not None:
             self._queue_final(segment)
+            self._overtake(segment.end_ms)
 
     def speech_paused(self, at_ms: MediaMs) -> None:
         """Decode the utterance so far now: the turn may be over, its final may reuse it."""
         if self._closed or not self._buffer.speaking:
             return
-        self._interim_due = True
+        self._interim_due = self._pause_due = True
         self._wake.set()
+        self._overtake(at_ms)
+
+    def _overtake(self, speech_end_ms: MediaMs) -> None:
+        """Stop waiting for an interim in flight: newer audio must be decoded now.
+
+        The pause's decode is what the end of the turn waits for; queued behind an interim
+        that started earlier (one every ``interim_interval_ms`` of speech) it came up to a
+        whole decode later. It takes another slot of the pool instead; the stale decode
+        finishes on its thread and its text is dropped.
+        """
+        overtaken = self._overtaken
+        stale = self._decoding_end_ms < speech_end_ms
+        if overtaken is not None and not overtaken.done() and stale:
+            overtaken.set_result(None)
 
     async def results(self) -> AsyncIterator[TranscriptResult]:
         """Interim and final transcripts in order, until :meth:`aclose`."""
@@ -199,7 +219,7 @@ class WhisperStream:
 
     def _queue_final(self, segment: Segment) -> None:
         self._finals.append(segment)
-        self._interim_due = False  # an interim still waiting is stale now
+        self._interim_due = self._pause_due = False  # an interim still waiting is stale now
         self._wake.set()
 
     def _has_work(self) -> bool:
@@ -210,7 +230,7 @@ class WhisperStream:
         if self._finals:
             return _Job(self._finals.popleft(), final=True)
         if self._interim_due:
-            self._interim_due = False
+            self._interim_due = self._pause_due = False
             snapshot = self._buffer.snapshot()
             return None if snapshot is None else _Job(snapshot, final=False)
         return None
@@ -224,16 +244,35 @@ class WhisperStream:
         self._latest = None
         return TranscriptResult(latest.text, True, segment.end_ms)
 
+    def _urgent(self) -> bool:
+        """A final, or the decode of a pause (the end of the turn may wait for it), goes first."""
+        return bool(self._finals) or self._pause_due
+
+    async def _outlasts(self, decoding: asyncio.Future[str], end_ms: MediaMs) -> bool:
+        """Wait for an interim's decode; False if a pause or the end overtook it first."""
+        overtaken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._overtaken = overtaken
+        self._decoding_end_ms = end_ms
+        try:
+            await asyncio.wait((decoding, overtaken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._overtaken = None
+            overtaken.cancel()
+        return decoding.done()
+
     async def _decode_next(self) -> TranscriptResult | None:
         if (reused := self._reuse()) is not None:
             return reused
-        async with self._pool.slot(urgent=lambda: bool(self._finals)) as lease:
+        async with self._pool.slot(urgent=self._urgent) as lease:
             job = self._take_job()
             if job is None:
                 return None
             samples, rate = job.segment.samples, self._rate
+            decoding = lease.start(lambda: self._recognizer.transcribe(samples, rate))
+            if not job.final and not await self._outlasts(decoding, job.segment.end_ms):
+                return None  # overtaken by a pause or the end: decode the newer audio now
             try:
-                text = await lease.run(lambda: self._recognizer.transcribe(samples, rate))
+                text = await decoding
             except SpeechError as error:
                 # A failed decode loses this utterance's words, not the call: the final still
                 # arrives (empty) so the turn logic is not left waiting for it.
