@@ -147,4 +147,3 @@ class FreeSwitchCodec(AudioForkCodec):
             "audioContent": base64.b64encode(payload).decode("ascii"),
         }
         return self._json(command, {"type": "playAudio", "data": data})
-

@@ -30,6 +30,7 @@ from voicegate.gateway.options import (
     DEFAULT_WEBHOOK_FIELDS,
     BrowserOptions,
     ExotelOptions,
+    FreeSwitchOptions,
     GatewayOptions,
     GenesysOptions,
     JambonzOptions,
@@ -403,6 +404,48 @@ class JambonzSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FreeSwitchSettings:
+    """``providers.freeswitch``: the mod_audio_fork socket (docs/protocols/freeswitch.md)."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    sample_rate: int = 8000
+    chunk_ms: int = 200
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
+            raise ConfigError(
+                f"password_env must name an environment variable, got {self.password_env!r}"
+            )
+        if bool(self.username) != bool(self.password_env):
+            raise ConfigError("username and password_env go together")
+        self.options({"providers.freeswitch.password_env": "x"} if self.username else {})
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        if self.enabled and self.password_env:
+            return {"providers.freeswitch.password_env": self.password_env}
+        return {}
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        if not self.enabled or self.allow_unauthenticated or self.password_env:
+            return None
+        return "providers.freeswitch needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> FreeSwitchOptions:
+        """The server's FreeSWITCH options, with the secret the CLI resolved."""
+        return FreeSwitchOptions(
+            sample_rate=self.sample_rate,
+            chunk_ms=self.chunk_ms,
+            username=self.username,
+            password=secrets.get("providers.freeswitch.password_env"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class GenesysSettings:
     """``providers.genesys``: the AudioHook (Audio Connector) WebSocket route."""
 
@@ -453,6 +496,7 @@ class ProvidersSettings:
     vonage: VonageSettings = field(default_factory=VonageSettings)
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
+    freeswitch: FreeSwitchSettings = field(default_factory=FreeSwitchSettings)
     genesys: GenesysSettings = field(default_factory=GenesysSettings)
 
 
@@ -576,6 +620,7 @@ class Settings:
         names.update(providers.vonage.secret_env_names())
         names.update(providers.exotel.secret_env_names())
         names.update(providers.jambonz.secret_env_names())
+        names.update(providers.freeswitch.secret_env_names())
         names.update(providers.genesys.secret_env_names())
         names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
@@ -597,7 +642,7 @@ class Settings:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
         sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
-        for section in (*sections, providers.jambonz, providers.genesys):
+        for section in (*sections, providers.jambonz, providers.freeswitch, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -654,5 +699,10 @@ class Settings:
             vonage=vonage.options(secrets) if vonage.enabled else None,
             exotel=exotel.options(secrets) if exotel.enabled else None,
             jambonz=jambonz.options(secrets) if jambonz.enabled else None,
+            freeswitch=(
+                self.providers.freeswitch.options(secrets)
+                if self.providers.freeswitch.enabled
+                else None
+            ),
             genesys=genesys.options(secrets) if genesys.enabled else None,
         )
