@@ -496,8 +496,8 @@ class ProvidersSettings:
     vonage: VonageSettings = field(default_factory=VonageSettings)
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
-    freeswitch: FreeSwitchSettings = field(default_factory=FreeSwitchSettings)
     genesys: GenesysSettings = field(default_factory=GenesysSettings)
+    freeswitch: FreeSwitchSettings = field(default_factory=FreeSwitchSettings)
 
 
 @dataclass(frozen=True, slots=True)
