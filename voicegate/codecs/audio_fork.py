@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import cast
 
 from voicegate.codecs.base import CallPhase, Capabilities
 from voicegate.codecs.commands import ClearAudio, Command, Hangup, PlayAudio, SetMark
-from voicegate.codecs.events import AudioReceived, CallStarted, DtmfReceived, Event
+from voicegate.codecs.events import AudioReceived, CallStarted, DtmfReceived, Event, JsonValue
 from voicegate.codecs.stream import StreamCodec
 from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
 from voicegate.errors import LocalProtocolError, RemoteProtocolError
+from voicegate.types import AudioFormat
 
 #: The flush: "Any current audio being played to the caller will be immediately stopped"
 #: (mod_audio_fork README, killAudio); lws_glue.cpp sets CF_BREAK on the channel.
@@ -28,6 +30,8 @@ KILL_AUDIO = '{"type":"killAudio"}'
 #: The hang-up request: the module raises ``mod_audio_fork::disconnect`` and leaves tearing
 #: down the call to the application (README, disconnect); Jambonz ends the listen.
 DISCONNECT = '{"type":"disconnect"}'
+#: Keys of the first message that describe the stream rather than the call.
+STREAM_KEYS = frozenset({"sampleRate", "mixType"})
 
 
 def check_mono(msg: JsonObject) -> None:
@@ -88,6 +92,24 @@ class AudioForkCodec(StreamCodec, ABC):
         """A valid start: the call's formats are fixed and its stream runs."""
         self._capabilities = self._capabilities_for(started)
         self._started()
+
+    def _call_started(
+        self,
+        data: Mapping[str, object],
+        audio_format: AudioFormat,
+        call_id: str | None,
+        account_id: str | None = None,
+    ) -> CallStarted:
+        """The start: every key of the first message but the stream's own is call metadata."""
+        # Parsed JSON: every value is a JsonValue.
+        metadata = {k: cast(JsonValue, v) for k, v in data.items() if k not in STREAM_KEYS}
+        return CallStarted(
+            stream_id=self._call_id,
+            call_id=call_id or self._call_id,
+            audio_format=audio_format,
+            metadata=metadata,
+            account_id=account_id,
+        )
 
     @abstractmethod
     def _on_first(self, data: Mapping[str, object]) -> CallStarted:

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import cast
 
 from voicegate.codecs.audio_fork import DISCONNECT, KILL_AUDIO, AudioForkCodec, check_mono
 from voicegate.codecs.base import CallPhase, Capabilities, FrameLimits
 from voicegate.codecs.commands import PlayAudio
-from voicegate.codecs.events import CallStarted, Event, JsonValue
+from voicegate.codecs.events import CallStarted, Event
 from voicegate.codecs.wire import JsonObject
 from voicegate.errors import ConfigError
 from voicegate.types import AudioEncoding, AudioFormat
@@ -51,8 +50,6 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024
 #: Bot audio per ``playAudio``, i.e. per temporary file FreeSWITCH plays (docs: "Chunk size").
 DEFAULT_CHUNK_MS = 200
 CHUNK_MS_RANGE = (20, 1000)
-#: Keys of the metadata that describe the stream rather than the call.
-_STREAM_KEYS = frozenset({"sampleRate", "mixType"})
 
 
 def freeswitch_format(sample_rate: int) -> AudioFormat:
@@ -127,14 +124,7 @@ class FreeSwitchCodec(AudioForkCodec):
             raise msg.error("sampleRate", f"must be one of {SAMPLE_RATES}, got {rate}")
         check_mono(msg)
         call_id = msg.optional_text("uuid") or msg.optional_text("callid")
-        # Parsed JSON: every value is a JsonValue.
-        metadata = {k: cast(JsonValue, v) for k, v in data.items() if k not in _STREAM_KEYS}
-        return CallStarted(
-            stream_id=self._call_id,
-            call_id=call_id or self._call_id,
-            audio_format=freeswitch_format(rate),
-            metadata=metadata,
-        )
+        return self._call_started(data, freeswitch_format(rate), call_id)
 
     def _capabilities_for(self, started: CallStarted) -> Capabilities:
         return freeswitch_capabilities(started.audio_format, self._chunk_ms)

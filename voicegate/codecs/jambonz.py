@@ -21,12 +21,11 @@ under the hood, so the shared parts live in :mod:`voicegate.codecs.audio_fork`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
 from voicegate.codecs.audio_fork import DISCONNECT, KILL_AUDIO, AudioForkCodec, check_mono
 from voicegate.codecs.base import Capabilities, FrameLimits
 from voicegate.codecs.commands import PlayAudio
-from voicegate.codecs.events import CallStarted, JsonValue
+from voicegate.codecs.events import CallStarted
 from voicegate.codecs.wire import JsonObject
 from voicegate.errors import ConfigError
 from voicegate.types import AudioEncoding, AudioFormat
@@ -37,8 +36,6 @@ SUBPROTOCOL = "audio.jambonz.org"
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024
 #: listen ``sampleRate`` values the gateway's media layer takes (the verb also offers 64000).
 SAMPLE_RATES = (8000, 16000, 24000, 48000)
-#: Keys of the first message that describe the stream rather than the call.
-_STREAM_KEYS = frozenset({"sampleRate", "mixType"})
 
 
 def jambonz_format(sample_rate: int) -> AudioFormat:
@@ -90,15 +87,8 @@ class JambonzCodec(AudioForkCodec):
         check_mono(msg)
         # callSid in listen.js's CallInfo.toJSON; call_sid is the webhooks' spelling (lenient).
         call_sid = msg.optional_text("callSid") or msg.optional_text("call_sid")
-        # Parsed JSON: every value is a JsonValue.
-        attributes = {k: cast(JsonValue, v) for k, v in data.items() if k not in _STREAM_KEYS}
-        return CallStarted(
-            stream_id=self._call_id,
-            call_id=call_sid or self._call_id,
-            audio_format=jambonz_format(rate),
-            metadata=attributes,
-            account_id=msg.optional_text("accountSid"),
-        )
+        account = msg.optional_text("accountSid")
+        return self._call_started(data, jambonz_format(rate), call_sid, account)
 
     def _capabilities_for(self, started: CallStarted) -> Capabilities:
         return jambonz_capabilities(started.audio_format)
