@@ -147,3 +147,25 @@ async def test_without_acknowledgements_the_playout_clock_says_when_to_hang_up(
     assert ending["t_ms"] >= marks[-1]["t_ms"]
     ended = first(timeline, "call_ended_by_agent")
     assert (ended["action"], ended["via"]) == ("hangup", DISCONNECT)
+
+
+async def test_a_transfer_over_freeswitch_asks_the_dialplan_to_transfer(tmp_path: Path) -> None:
+    # mod_audio_fork has no transfer of its own: voicegate sends the README's `transfer`
+    # message once the words were heard, and the dialplan's hook transfers the call.
+    async with gateway_for(
+        tmp_path, ["a person please"], project=GOODBYE, conversation="conversation_transfer.yml"
+    ) as world:
+        caller = FreeSwitchCaller(
+            script_of(cue(BALANCE, at_ms=300), tail_ms=30_000), uuid=JAMBONZ_SID
+        )
+        url = world.url.removesuffix("/twilio") + "/freeswitch"
+        code = await drive(url, caller, speed=4.0, max_ms=60_000, subprotocols=caller.subprotocols)
+        assert code == 1000
+    assert caller.transferred_to == "+15550100"
+    timeline_of = world.runner.timeline(JAMBONZ_SID)
+    assert timeline_of is not None
+    timeline = list(timeline_of.records)
+    ending = first(timeline, "call_ending")
+    assert (ending["action"], ending["transfer_to"]) == ("transfer", "+15550100")
+    marks = [r for r in timeline if r["event"] == "mark_played"]
+    assert ending["t_ms"] >= marks[-1]["t_ms"]

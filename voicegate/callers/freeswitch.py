@@ -8,7 +8,8 @@ frame, then one binary frame of 16-bit PCM per 20 ms, silence included. Each ``p
 becomes a file the channel plays after the ones before it (the play_audio hook's
 ``uuid_broadcast``); ``killAudio`` stops the file playing (CF_BREAK) and the kill_audio hook's
 ``uuid_break <uuid> all`` drops the queued ones; ``disconnect`` makes the disconnect hook hang
-up, and FreeSWITCH closes the socket. Nothing is acknowledged. The fork's shared behaviour is
+up and ``transfer`` the transfer hook ``uuid_transfer`` the call, and FreeSWITCH closes the
+socket. Nothing is acknowledged. The fork's shared behaviour is
 in callers/audio_fork.py.
 """
 
@@ -46,6 +47,7 @@ class FreeSwitchCaller(AudioForkCaller):
         super().__init__(script, uuid or DEFAULT_UUID, rates=SAMPLE_RATES, quiet_ms=quiet_ms)
         self._metadata = dict(parameters or {})
         self.files = 0  # playAudio messages played, one temporary file each
+        self.transferred_to = ""  # where the transfer hook sent the call
 
     def opening(self) -> list[str]:
         """The metadata argument of docs/protocols/freeswitch.md's dialplan, as its first frame."""
@@ -60,6 +62,9 @@ class FreeSwitchCaller(AudioForkCaller):
         return [json.dumps(first, separators=(",", ":"))]
 
     def _command(self, kind: object, data: dict[str, Any]) -> None:
+        if kind == "transfer":
+            self._transfer(data)
+            return
         if kind != "playAudio":
             super()._command(kind, data)
         audio = data.get("data")
@@ -76,3 +81,13 @@ class FreeSwitchCaller(AudioForkCaller):
             raise RemoteProtocolError(f"freeswitch: audioContent is not base64: {error}") from error
         self._line.playback.queue_audio(self._whole_samples(payload))
         self.files += 1
+
+    def _transfer(self, data: dict[str, Any]) -> None:
+        """The transfer hook's ``uuid_transfer``: the call leaves the fork for the destination."""
+        target = data.get("data")
+        destination = target.get("destination") if isinstance(target, dict) else None
+        if not isinstance(destination, str) or not destination:
+            raise RemoteProtocolError("freeswitch: transfer without data.destination")
+        self.transferred_to = destination
+        self.disconnected_ms = self._line.now_ms
+        self._line.playback.note(self._line.now_ms, "transfer_received", destination=destination)

@@ -137,12 +137,16 @@ class AudioForkCodec(StreamCodec, ABC):
                 return []  # no acknowledgement exists; the session estimates (capabilities)
             case ClearAudio():
                 return self._json(command, {"type": "killAudio"})
-            case Hangup():
+            case Hangup(transfer_to=target):
                 if self.phase is CallPhase.AWAITING_START:
                     return []  # a refused connection: closing the socket is the answer
-                return self._json(command, {"type": "disconnect"})
+                return self._json(command, self._ending(target))
             case _:
                 return self._common(command)
+
+    def _ending(self, transfer_to: str) -> dict[str, object]:
+        """The message that ends the call (``transfer_to``: where the engine sent it)."""
+        return {"type": "disconnect"}
 
     @abstractmethod
     def _play(self, command: PlayAudio, payload: bytes) -> list[str | bytes]:

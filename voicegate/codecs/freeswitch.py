@@ -21,7 +21,8 @@ Bot audio goes back as ``{"type":"playAudio","data":{"audioContentType":"raw","s
 ``mod_audio_fork::play_audio`` with its path; the application plays it (README, "audio").
 ``killAudio`` stops the file playing (lws_glue.cpp sets CF_BREAK), ``disconnect`` raises
 ``mod_audio_fork::disconnect`` and the application hangs up (README: the module "does not
-close the Freeswitch channel"). There is no playback acknowledgement, so the gateway
+close the Freeswitch channel"); ``transfer`` raises ``mod_audio_fork::transfer`` with its
+data, and the application transfers the call. There is no playback acknowledgement, so the gateway
 estimates what was heard from its own playout clock (``playback_acks`` is false). DTMF is not
 part of the module: a FreeSWITCH hook may forward it with ``uuid_audio_fork <uuid> send_text``
 as ``{"event":"dtmf","dtmf":"5"}`` (README, send_text), the shape Jambonz uses.
@@ -128,6 +129,17 @@ class FreeSwitchCodec(AudioForkCodec):
 
     def _capabilities_for(self, started: CallStarted) -> Capabilities:
         return freeswitch_capabilities(started.audio_format, self._chunk_ms)
+
+    def _ending(self, transfer_to: str) -> dict[str, object]:
+        """``disconnect``; for a transfer, ``transfer`` with the destination.
+
+        The README's ``transfer`` carries any JSON ``data`` to the application's
+        ``mod_audio_fork::transfer`` event; docs/protocols/freeswitch.md's hook passes
+        ``destination`` to ``uuid_transfer``.
+        """
+        if not transfer_to:
+            return {"type": "disconnect"}
+        return {"type": "transfer", "data": {"destination": transfer_to}}
 
     def _play(self, command: PlayAudio, payload: bytes) -> list[str | bytes]:
         """One ``playAudio``: raw L16 at the call's rate, base64 (README, "audio")."""
