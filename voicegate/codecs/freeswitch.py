@@ -80,7 +80,7 @@ def freeswitch_capabilities(audio_format: AudioFormat, chunk_ms: int) -> Capabil
         # Each playAudio becomes a file: min_bytes is the chunk the session's playout pace
         # sends (playout.provider_pace lifts its chunk to it and keeps two in flight), so a
         # call-second of speech is 1000/chunk_ms files. An utterance's last chunk is shorter;
-        # any whole number of samples plays, so send() asks for no more than that.
+        # a file of any whole number of samples plays, so send() checks only for that.
         outbound_frames=FrameLimits(min_bytes=audio_format.bytes_for_ms(chunk_ms), multiple_of=2),
     )
 
