@@ -78,6 +78,9 @@ KNOWN_KEYS = [
     # Jambonz (providers.md §b.9)
     "sampleRate",
     "mixType",
+    # FreeSWITCH mod_audio_fork (providers.md §b.9)
+    "audioContent",
+    "callid",
     # Genesys AudioHook (providers.md §b.7)
     "seq",
     "serverseq",

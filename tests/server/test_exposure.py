@@ -10,6 +10,7 @@ from voicegate.config import Settings
 from voicegate.config.settings import (
     BrowserSettings,
     ExotelSettings,
+    FreeSwitchSettings,
     GenesysSettings,
     JambonzSettings,
     PlivoSettings,
@@ -34,6 +35,7 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         exotel=ExotelSettings(enabled=False),
         jambonz=JambonzSettings(enabled=False),
         genesys=GenesysSettings(enabled=False),
+        freeswitch=FreeSwitchSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

@@ -27,12 +27,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 
+from voicegate.callers.audio_fork import AudioForkCaller
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.freeswitch import FreeSwitchCaller
 from voicegate.callers.genesys import GenesysCaller
 from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
@@ -51,6 +53,7 @@ from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
+    FREESWITCH_STREAM_PATH,
     GENESYS_STREAM_PATH,
     JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
@@ -68,6 +71,7 @@ Caller = (
     | VonageCaller
     | ExotelCaller
     | JambonzCaller
+    | FreeSwitchCaller
     | GenesysCaller
     | ConversationRelayCaller
 )
@@ -81,6 +85,7 @@ PROVIDER_PATHS = {
     "vonage": VONAGE_STREAM_PATH,
     "exotel": EXOTEL_STREAM_PATH,
     "jambonz": JAMBONZ_STREAM_PATH,
+    "freeswitch": FREESWITCH_STREAM_PATH,
     "genesys": GENESYS_STREAM_PATH,
     "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
@@ -93,6 +98,7 @@ TELEPHONE_RATES = {
     "vonage": 16000,
     "exotel": 8000,  # the applet's default ?sample-rate
     "jambonz": 8000,  # the listen verb's default sampleRate
+    "freeswitch": 8000,  # uuid_audio_fork ... mono 8k (docs/protocols/freeswitch.md)
     "genesys": 8000,  # PCMU, the Audio Connector's only format
     "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
@@ -140,6 +146,8 @@ def new_caller(
         return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
         return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "freeswitch":  # mod_audio_fork, L16 at 8 kHz; the channel uuid names it
+        return FreeSwitchCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
         ids = {"conversation_id": call_id} if call_id else {}
         return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
@@ -292,7 +300,7 @@ async def _drive(
 ) -> Closed:
     """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        protocols = caller.subprotocols if isinstance(caller, AudioForkCaller) else ()
         headers = (
             caller.upgrade_headers(url, int(time.time()))
             if isinstance(caller, GenesysCaller)

@@ -1,10 +1,11 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
 One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
-``exotel``, ``jambonz``, ``genesys``), each a small class holding one call's protocol state; the
-events, commands and capabilities they share live in ``events``, ``commands`` and ``base``,
-the per-call bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and
-never transcode audio (design §3).
+``exotel``, ``jambonz``, ``freeswitch``, ``genesys``), each a small class holding one call's
+protocol state; the events, commands and capabilities they share live in ``events``,
+``commands`` and ``base``, the per-call bookkeeping of the telephony dialects in ``stream``,
+the mod_audio_fork socket Jambonz and FreeSWITCH share in ``audio_fork``. Codecs never do I/O
+and never transcode audio (design §3).
 """
 
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
@@ -30,6 +31,7 @@ from voicegate.codecs.events import (
     ProtocolReply,
 )
 from voicegate.codecs.exotel import ExotelCodec
+from voicegate.codecs.freeswitch import FreeSwitchCodec
 from voicegate.codecs.genesys import GenesysCodec
 from voicegate.codecs.jambonz import JambonzCodec
 from voicegate.codecs.plivo import PlivoCodec
@@ -52,6 +54,7 @@ __all__ = [
     "Event",
     "ExotelCodec",
     "FrameLimits",
+    "FreeSwitchCodec",
     "GenesysCodec",
     "Hangup",
     "JambonzCodec",

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.codecs.exotel import exotel_format
+from voicegate.codecs.freeswitch import DEFAULT_CHUNK_MS, freeswitch_capabilities, freeswitch_format
 from voicegate.codecs.jambonz import jambonz_format
 from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
@@ -191,6 +192,26 @@ class JambonzOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class FreeSwitchOptions:
+    """The ``/freeswitch`` mod_audio_fork socket (docs/protocols/freeswitch.md)."""
+
+    # The fork's <sampling-rate> (8k or 16k) when its metadata names no sampleRate.
+    sample_rate: int = 8000
+    # Bot audio per playAudio message, i.e. per file FreeSWITCH plays (codecs/freeswitch.py).
+    chunk_ms: int = DEFAULT_CHUNK_MS
+    # HTTP Basic credentials the upgrade must carry (the channel's MOD_AUDIO_BASIC_AUTH_*
+    # variables); None: not checked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Fail when the server is built.
+        freeswitch_capabilities(freeswitch_format(self.sample_rate), self.chunk_ms)
+        if (self.password is None) != (not self.username):
+            raise ConfigError("freeswitch username and password go together")
+
+
+@dataclass(frozen=True, slots=True)
 class GenesysOptions:
     """The ``/genesys`` AudioHook (Audio Connector) route (docs/protocols/genesys.md)."""
 
@@ -255,4 +276,5 @@ class GatewayOptions:
     vonage: VonageOptions | None = field(default_factory=VonageOptions)
     exotel: ExotelOptions | None = field(default_factory=ExotelOptions)
     jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)
+    freeswitch: FreeSwitchOptions | None = field(default_factory=FreeSwitchOptions)
     genesys: GenesysOptions | None = field(default_factory=GenesysOptions)

@@ -15,6 +15,7 @@
 ``GET /jambonz``            Jambonz listen stream, ``audio.jambonz.org`` (docs/protocols/jambonz.md)
 ``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
 ``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
+``GET /freeswitch``         FreeSWITCH mod_audio_fork socket (docs/protocols/freeswitch.md)
 ``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
@@ -50,6 +51,7 @@ from voicegate.codecs import (
     BrowserCodec,
     Codec,
     ExotelCodec,
+    FreeSwitchCodec,
     GenesysCodec,
     Hangup,
     JambonzCodec,
@@ -59,6 +61,7 @@ from voicegate.codecs import (
     VonageCodec,
 )
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
+from voicegate.codecs.freeswitch import SUBPROTOCOL as FREESWITCH_SUBPROTOCOL
 from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
 from voicegate.gateway import (
     audiohook,
@@ -74,6 +77,7 @@ from voicegate.gateway.admission import (
     RequestGuard,
     StartGate,
     address,
+    basic_refusal,
     request_base,
     twilio_token_check,
     twilio_token_parameter,
@@ -112,6 +116,7 @@ EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
 JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
 JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
 GENESYS_STREAM_PATH = audiohook.STREAM_PATH
+FREESWITCH_STREAM_PATH = "/freeswitch"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -181,6 +186,8 @@ def build_app(
             app.router.add_get(path, handler)
             app.router.add_post(path, handler)
         app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
+    if options.freeswitch is not None:
+        app.router.add_get(FREESWITCH_STREAM_PATH, routes.freeswitch_stream)
     if options.genesys is not None:
         app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
     if options.browser is not None:
@@ -475,6 +482,21 @@ class _Routes:
             "jambonz",
             lambda call_id: JambonzCodec(call_id, sample_rate=rate),
             protocols=(JAMBONZ_SUBPROTOCOL,),
+        )
+
+    async def freeswitch_stream(self, request: web.Request) -> web.StreamResponse:
+        """A mod_audio_fork socket (subprotocol audio.drachtio.org), HTTP Basic checked first."""
+        fs = self._options.freeswitch
+        assert fs is not None  # the route exists only when FreeSWITCH is enabled
+        return basic_refusal(request, "freeswitch", fs.username, fs.password) or (
+            await self._media_call(
+                request,
+                "freeswitch",
+                lambda call_id: FreeSwitchCodec(
+                    call_id, sample_rate=fs.sample_rate, chunk_ms=fs.chunk_ms
+                ),
+                protocols=(FREESWITCH_SUBPROTOCOL,),
+            )
         )
 
     async def genesys_stream(self, request: web.Request) -> web.StreamResponse:
