@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from voicegate.codecs import (  # noqa: E402
     BrowserCodec,
     ExotelCodec,
+    FreeSwitchCodec,
     GenesysCodec,
     JambonzCodec,
     PlivoCodec,
@@ -55,6 +56,7 @@ CODECS: dict[str, Callable[[], Receiving]] = {
     "exotel": ExotelCodec,
     "jambonz": lambda: JambonzCodec(call_id="fuzz-call"),
     "genesys": GenesysCodec,
+    "freeswitch": lambda: FreeSwitchCodec("fuzz-call"),
     "conversationrelay": ConversationRelayCodec,
 }
 ODD_STRINGS = ["", "\ud800", "a\udfffb", "\x00\x1b[2J", "é" * 50, "9" * 40, "CA" + "x" * 5000]
