@@ -23,11 +23,9 @@ from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
 from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.playback import Playback
 from voicegate.callers.script import CallerScript
-from voicegate.types import AudioEncoding, AudioFormat
+from voicegate.types import SILENCE_BYTE, AudioEncoding, AudioFormat
 
 FRAME_MS = 20
-#: One byte of silence in each encoding, to fill the bot track while the bot is quiet.
-SILENCE_BYTE = {AudioEncoding.PCMU: b"\xff", AudioEncoding.PCMA: b"\xd5", AudioEncoding.L16: b"\0"}
 
 
 def encode(samples: Samples, encoding: AudioEncoding) -> bytes:

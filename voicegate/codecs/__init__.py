@@ -1,12 +1,13 @@
 """Sans-I/O provider dialects: ``receive(message) -> events``, ``send(command) -> messages``.
 
 One module per dialect (``twilio``, ``browser``, ``telnyx``, ``plivo``, ``vonage``,
-``exotel``, ``jambonz``, ``genesys``), each a small class holding one call's protocol state; the
-events, commands and capabilities they share live in ``events``, ``commands`` and ``base``,
-the per-call bookkeeping of the telephony dialects in ``stream``. Codecs never do I/O and
-never transcode audio (design §3).
+``exotel``, ``jambonz``, ``genesys``, ``asterisk``), each a small class holding one call's
+protocol state; the events, commands and capabilities they share live in ``events``,
+``commands`` and ``base``, the per-call bookkeeping of the telephony dialects in ``stream``.
+Codecs never do I/O and never transcode audio (design §3).
 """
 
+from voicegate.codecs.asterisk import AsteriskCodec
 from voicegate.codecs.base import CallPhase, Capabilities, Codec, FrameLimits
 from voicegate.codecs.browser import BrowserCodec
 from voicegate.codecs.commands import (
@@ -39,6 +40,7 @@ from voicegate.codecs.vonage import VonageCodec
 
 __all__ = [
     "AcceptCall",
+    "AsteriskCodec",
     "AudioReceived",
     "BrowserCodec",
     "CallEnded",
