@@ -8,6 +8,7 @@ import pytest
 
 from voicegate.config import Settings
 from voicegate.config.settings import (
+    AsteriskSettings,
     BrowserSettings,
     ExotelSettings,
     GenesysSettings,
@@ -34,6 +35,7 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         exotel=ExotelSettings(enabled=False),
         jambonz=JambonzSettings(enabled=False),
         genesys=GenesysSettings(enabled=False),
+        asterisk=AsteriskSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
@@ -28,6 +29,7 @@ from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
+    AsteriskOptions,
     BrowserOptions,
     ExotelOptions,
     GatewayOptions,
@@ -314,6 +316,39 @@ class VonageSettings:
         )
 
 
+def _check_basic_settings(username: str, password_env: str) -> None:
+    """An HTTP Basic pair: a user name with the name of its password's variable, or neither."""
+    if password_env and not _ENV_NAME.fullmatch(password_env):
+        raise ConfigError(f"password_env must name an environment variable, got {password_env!r}")
+    if bool(username) != bool(password_env):
+        raise ConfigError("username and password_env go together")
+
+
+def _basic_secret(provider: str, enabled: bool, password_env: str) -> dict[str, str]:
+    """Key path -> environment variable of an HTTP Basic password, if the route needs one."""
+    if enabled and password_env:
+        return {f"providers.{provider}.password_env": password_env}
+    return {}
+
+
+class _BasicSection(Protocol):
+    """A provider section whose route is checked with HTTP Basic credentials."""
+
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def allow_unauthenticated(self) -> bool: ...
+    @property
+    def password_env(self) -> str: ...
+
+
+def _basic_exposure(provider: str, section: _BasicSection) -> str | None:
+    """Why a route checked with HTTP Basic may not be served beyond loopback, if it may not."""
+    if not section.enabled or section.allow_unauthenticated or section.password_env:
+        return None
+    return f"providers.{provider} needs username and password_env"
+
+
 @dataclass(frozen=True, slots=True)
 class ExotelSettings:
     """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
@@ -327,25 +362,16 @@ class ExotelSettings:
     allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
-        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
-            raise ConfigError(
-                f"password_env must name an environment variable, got {self.password_env!r}"
-            )
-        if bool(self.username) != bool(self.password_env):
-            raise ConfigError("username and password_env go together")
+        _check_basic_settings(self.username, self.password_env)
         self.options({"providers.exotel.password_env": "x"} if self.username else {})
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable, for the secret this section names."""
-        if self.enabled and self.password_env:
-            return {"providers.exotel.password_env": self.password_env}
-        return {}
+        return _basic_secret("exotel", self.enabled, self.password_env)
 
     def exposure_problem(self) -> str | None:
         """What this route lacks to be served beyond loopback (check_exposure), if anything."""
-        if not self.enabled or self.allow_unauthenticated or self.password_env:
-            return None
-        return "providers.exotel needs username and password_env"
+        return _basic_exposure("exotel", self)
 
     def options(self, secrets: Mapping[str, str]) -> ExotelOptions:
         """The server's Exotel options, with the secret the CLI resolved."""
@@ -371,25 +397,16 @@ class JambonzSettings:
     allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
-        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
-            raise ConfigError(
-                f"password_env must name an environment variable, got {self.password_env!r}"
-            )
-        if bool(self.username) != bool(self.password_env):
-            raise ConfigError("username and password_env go together")
+        _check_basic_settings(self.username, self.password_env)
         self.options({"providers.jambonz.password_env": "x"} if self.username else {})
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable, for the secret this section names."""
-        if self.enabled and self.password_env:
-            return {"providers.jambonz.password_env": self.password_env}
-        return {}
+        return _basic_secret("jambonz", self.enabled, self.password_env)
 
     def exposure_problem(self) -> str | None:
         """What this route lacks to be served beyond loopback (check_exposure), if anything."""
-        if not self.enabled or self.allow_unauthenticated or self.password_env:
-            return None
-        return "providers.jambonz needs username and password_env"
+        return _basic_exposure("jambonz", self)
 
     def options(self, secrets: Mapping[str, str]) -> JambonzOptions:
         """The server's Jambonz options, with the secret the CLI resolved."""
@@ -443,6 +460,32 @@ class GenesysSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AsteriskSettings:
+    """``providers.asterisk``: the chan_websocket route Asterisk's websocket_client.conf names."""
+
+    enabled: bool = True
+    username: str = ""
+    password_env: str = ""
+    allow_unauthenticated: bool = False
+
+    def __post_init__(self) -> None:
+        _check_basic_settings(self.username, self.password_env)
+
+    def secret_env_names(self) -> dict[str, str]:
+        """Key path -> environment variable, for the secret this section names."""
+        return _basic_secret("asterisk", self.enabled, self.password_env)
+
+    def exposure_problem(self) -> str | None:
+        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
+        return _basic_exposure("asterisk", self)
+
+    def options(self, secrets: Mapping[str, str]) -> AsteriskOptions:
+        """The server's Asterisk options, with the secret the CLI resolved."""
+        password = secrets.get("providers.asterisk.password_env")
+        return AsteriskOptions(username=self.username, password=password)
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -454,6 +497,7 @@ class ProvidersSettings:
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
     genesys: GenesysSettings = field(default_factory=GenesysSettings)
+    asterisk: AsteriskSettings = field(default_factory=AsteriskSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,6 +621,7 @@ class Settings:
         names.update(providers.exotel.secret_env_names())
         names.update(providers.jambonz.secret_env_names())
         names.update(providers.genesys.secret_env_names())
+        names.update(providers.asterisk.secret_env_names())
         names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
@@ -597,7 +642,7 @@ class Settings:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
         sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
-        for section in (*sections, providers.jambonz, providers.genesys):
+        for section in (*sections, providers.jambonz, providers.genesys, providers.asterisk):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -618,7 +663,7 @@ class Settings:
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         relay = twilio.conversationrelay
         exotel, jambonz = self.providers.exotel, self.providers.jambonz
-        genesys = self.providers.genesys
+        genesys, asterisk = self.providers.genesys, self.providers.asterisk
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -655,4 +700,5 @@ class Settings:
             exotel=exotel.options(secrets) if exotel.enabled else None,
             jambonz=jambonz.options(secrets) if jambonz.enabled else None,
             genesys=genesys.options(secrets) if genesys.enabled else None,
+            asterisk=asterisk.options(secrets) if asterisk.enabled else None,
         )

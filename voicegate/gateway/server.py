@@ -16,6 +16,7 @@
 ``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
 ``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
 ``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
+``GET /asterisk``           Asterisk chan_websocket, Dial(WebSocket/...) (protocols/asterisk.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -47,6 +48,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from voicegate.codecs import (
+    AsteriskCodec,
     BrowserCodec,
     Codec,
     ExotelCodec,
@@ -74,6 +76,7 @@ from voicegate.gateway.admission import (
     RequestGuard,
     StartGate,
     address,
+    basic_refusal,
     request_base,
     twilio_token_check,
     twilio_token_parameter,
@@ -112,6 +115,8 @@ EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
 JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
 JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
 GENESYS_STREAM_PATH = audiohook.STREAM_PATH
+#: Asterisk's websocket_client.conf ``uri`` points here; there is no webhook.
+ASTERISK_STREAM_PATH = "/asterisk"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -183,6 +188,8 @@ def build_app(
         app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
     if options.genesys is not None:
         app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
+    if options.asterisk is not None:
+        app.router.add_get(ASTERISK_STREAM_PATH, routes.asterisk_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -486,6 +493,19 @@ class _Routes:
         session_id = request.headers.get(audiohook.SESSION_HEADER)
         return refusal or await self._media_call(
             request, "genesys", lambda call_id: GenesysCodec(session_id=session_id)
+        )
+
+    async def asterisk_stream(self, request: web.Request) -> web.StreamResponse:
+        """An Asterisk chan_websocket channel (the websocket_client.conf credentials first).
+
+        The query is the dial string's ``v(...)`` URI parameters: the call's metadata.
+        """
+        asterisk = self._options.asterisk
+        assert asterisk is not None  # the route exists only when Asterisk is enabled
+        denied = basic_refusal(request, "asterisk", asterisk.username, asterisk.password)
+        parameters = dict(request.query)
+        return denied or await self._media_call(
+            request, "asterisk", lambda call_id: AsteriskCodec(call_id, parameters=parameters)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:
