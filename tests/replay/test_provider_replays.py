@@ -21,6 +21,7 @@ FLUSH_VERBS = {
     "exotel": "clear",
     "jambonz": '{"type":"killAudio"}',
     "genesys": "event/barge_in",
+    "asterisk": "FLUSH_MEDIA",
 }
 #: Providers with no playback acknowledgement: what was heard is the playout clock's estimate.
 ESTIMATED = {"jambonz", "genesys"}

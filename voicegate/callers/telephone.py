@@ -74,9 +74,12 @@ class TelephoneLine:
         """The caller-side timeline (docs/timeline.md)."""
         return self.playback.observed
 
-    def tick(self) -> tuple[bytes, list[str]]:
-        """Advance 20 ms: the caller's frame, and the marks whose audio has now played."""
-        chunk, played = self.playback.play(self.now_ms, self.frame_bytes)
+    def tick(self, *, held: bool = False) -> tuple[bytes, list[str]]:
+        """Advance 20 ms: the caller's frame, and the marks whose audio has now played.
+
+        ``held``: the provider plays silence and keeps its buffer (Asterisk's PAUSE_MEDIA).
+        """
+        chunk, played = (b"", []) if held else self.playback.play(self.now_ms, self.frame_bytes)
         silence = SILENCE_BYTE[self.wire.encoding] * (self.frame_bytes - len(chunk))
         self.bot_track += chunk + silence
         samples = self.script.frame(self.now_ms, FRAME_MS, self.playback.bot_started_ms)

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 
+from voicegate.callers.asterisk import AsteriskCaller
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import Closed, drive_to_close
@@ -49,6 +50,7 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
+    ASTERISK_STREAM_PATH,
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
     GENESYS_STREAM_PATH,
@@ -69,6 +71,7 @@ Caller = (
     | ExotelCaller
     | JambonzCaller
     | GenesysCaller
+    | AsteriskCaller
     | ConversationRelayCaller
 )
 Record = dict[str, Any]
@@ -82,6 +85,7 @@ PROVIDER_PATHS = {
     "exotel": EXOTEL_STREAM_PATH,
     "jambonz": JAMBONZ_STREAM_PATH,
     "genesys": GENESYS_STREAM_PATH,
+    "asterisk": ASTERISK_STREAM_PATH,
     "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
@@ -94,6 +98,7 @@ TELEPHONE_RATES = {
     "exotel": 8000,  # the applet's default ?sample-rate
     "jambonz": 8000,  # the listen verb's default sampleRate
     "genesys": 8000,  # PCMU, the Audio Connector's only format
+    "asterisk": 8000,  # Dial(WebSocket/<client>/c(ulaw)), docs/protocols/asterisk.md
     "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
 BROWSER_DEFAULT_RATE = 16000
@@ -143,6 +148,8 @@ def new_caller(
     if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
         ids = {"conversation_id": call_id} if call_id else {}
         return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "asterisk":  # chan_websocket, ulaw, JSON control messages
+        return AsteriskCaller(script, channel_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
         sid = call_id or DEFAULT_CALL_SID
         return ConversationRelayCaller(
@@ -165,6 +172,8 @@ def fresh_call_id(provider: str) -> str:
         return f"v3:{token.hex}"
     if provider == "exotel":
         return token.hex  # 32 hex digits
+    if provider == "asterisk":  # a channel's unique id: epoch seconds, a dot, a sequence
+        return f"{token.int % 10**10}.{token.int // 10**10 % 10**6}"
     return "" if provider == "browser" else str(token)
 
 
