@@ -19,9 +19,12 @@ from voicegate.callers.asterisk import AsteriskCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.telephone import FRAME_MS
 from voicegate.codecs.asterisk_wire import ControlFormat
+from voicegate.gateway.bargein import BargeInPolicy
+from voicegate.gateway.session import SessionSettings
 
 BALANCE = "synth/festival/balance_8k.wav"
 INTERRUPTION = "human/asterisk/please-try-again.wav"
+FIVE = "human/asterisk/digit-5.wav"
 CHANNEL_ID = "1761245643.77"
 ANNOUNCEMENT = "Let me check that for you, this can take a moment."
 GOODBYE = ROOT / "fixtures" / "projects" / "goodbye"
@@ -121,3 +124,36 @@ async def test_a_goodbye_hangs_up_with_hangup_once_asterisk_played_it(tmp_path: 
     ended = first(timeline, "call_ended_by_agent")
     assert (ended["action"], ended["via"]) == ("hangup", "HANGUP")
     assert caller.hung_up_ms is not None
+
+
+async def test_a_false_alarm_pauses_asterisk_and_continues_it_exactly(tmp_path: Path) -> None:
+    # "five" (0.6 s of speech) is detected but, needing 1.5 s to interrupt, never confirmed.
+    # Asterisk can pause: the gateway sends PAUSE_MEDIA at detection (the caller hears silence
+    # at once) and CONTINUE_MEDIA on the false alarm, so nothing is flushed or sent twice.
+    settings = SessionSettings(barge_in=BargeInPolicy(min_speech_ms=1500))
+    async with gateway_for(tmp_path, ["check my balance", "five"], settings=settings) as world:
+        cues = [cue(BALANCE, at_ms=300), cue(FIVE, after_bot_speech=1, delay_ms=700)]
+        caller = AsteriskCaller(script_of(*cues), channel_id=CHANNEL_ID, quiet_ms=2000)
+        assert await drive(asterisk_url(world), caller, speed=4.0, max_ms=30_000) == 1000
+    timeline = timeline_of(world, CHANNEL_ID)
+    events = [r["event"] for r in timeline]
+    assert "playout_paused" in events
+    assert "playout_resumed" in events
+    assert "interruption" not in events
+    assert caller.clears == []  # no FLUSH_MEDIA
+    noted = [r["event"] for r in caller.observed]
+    assert noted.count("pause_media") == noted.count("continue_media") == 1
+    said = [r["text"] for r in timeline if r["event"] == "say" and r["turn_id"] == "t1"]
+    heard = first(timeline, "heard", turn_id="t1")
+    assert heard["text"] == " ".join(said)
+    assert heard["interrupted"] is False
+    # Every sample of the answer reached the caller exactly once: Asterisk held its queue.
+    answer_ms = sum(len(text) * 40 for text in said)
+    assert played_ms(caller) == answer_ms
+
+
+def played_ms(caller: AsteriskCaller) -> int:
+    """Milliseconds of the bot the caller heard: 20 ms frames holding any bot audio."""
+    track = np.frombuffer(bytes(caller.bot_track), dtype=np.uint8)
+    frames = track[: len(track) // FRAME_BYTES * FRAME_BYTES].reshape(-1, FRAME_BYTES)
+    return int((frames != 0xFF).any(axis=1).sum()) * FRAME_MS
