@@ -25,12 +25,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from voicegate.codecs import BrowserCodec, Codec, TwilioCodec  # noqa: E402
+from voicegate.codecs import AsteriskCodec, BrowserCodec, Codec, TwilioCodec  # noqa: E402
 from voicegate.errors import VoicegateError  # noqa: E402
 
 CODECS: dict[str, Callable[[], Codec]] = {
     "twilio": TwilioCodec,
     "browser": lambda: BrowserCodec("fuzz-call"),
+    "asterisk": lambda: AsteriskCodec("fuzz-call"),  # its JSON control format's sessions
 }
 ODD_STRINGS = ["", "\ud800", "a\udfffb", "\x00\x1b[2J", "é" * 50, "9" * 40, "CA" + "x" * 5000]
 ODD_VALUES: list[Any] = [None, True, 0, -1, 1.5, 10**40, [], {}, [[[[[]]]]], "null"]
