@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from voicegate.codecs import (  # noqa: E402
+    AsteriskCodec,
     BrowserCodec,
     ExotelCodec,
     FreeSwitchCodec,
@@ -58,6 +59,7 @@ CODECS: dict[str, Callable[[], Receiving]] = {
     "genesys": GenesysCodec,
     "freeswitch": lambda: FreeSwitchCodec("fuzz-call"),
     "conversationrelay": ConversationRelayCodec,
+    "asterisk": lambda: AsteriskCodec("fuzz-call"),  # its JSON control format's sessions
 }
 ODD_STRINGS = ["", "\ud800", "a\udfffb", "\x00\x1b[2J", "é" * 50, "9" * 40, "CA" + "x" * 5000]
 ODD_VALUES: list[Any] = [None, True, 0, -1, 1.5, 10**40, [], {}, [[[[[]]]]], "null"]

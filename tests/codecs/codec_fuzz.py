@@ -88,6 +88,14 @@ KNOWN_KEYS = [
     "conversationId",
     "participant",
     "entities",
+    # Asterisk chan_websocket, JSON control format (providers.md §b.10)
+    "command",
+    "correlation_id",
+    "connection_id",
+    "channel_id",
+    "optimal_frame_size",
+    "ptime",
+    "channel_variables",
 ]
 Path = tuple[str | int, ...]
 

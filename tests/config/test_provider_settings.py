@@ -167,3 +167,19 @@ def test_freeswitch_settings_become_options_with_the_resolved_password() -> None
         .freeswitch
         is None
     )
+
+
+def test_asterisk_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  asterisk:\n    username: asterisk\n    password_env: AST_PW\n"
+    )
+    assert settings.secret_env_names() == {"providers.asterisk.password_env": "AST_PW"}
+    asterisk = settings.gateway_options(secrets={"providers.asterisk.password_env": "pw"}).asterisk
+    assert asterisk is not None
+    assert (asterisk.username, asterisk.password) == ("asterisk", "pw")
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  asterisk:\n    username: asterisk\n")
+    with pytest.raises(ConfigError, match="must name an environment variable"):
+        parse_settings("providers:\n  asterisk:\n    username: a\n    password_env: 'no pe'\n")
+    disabled = parse_settings("providers:\n  asterisk:\n    enabled: false\n")
+    assert disabled.gateway_options().asterisk is None

@@ -22,6 +22,7 @@ FLUSH_VERBS = {
     "jambonz": '{"type":"killAudio"}',
     "freeswitch": '{"type":"killAudio"}',
     "genesys": "event/barge_in",
+    "asterisk": "FLUSH_MEDIA",
 }
 #: Providers with no playback acknowledgement: what was heard is the playout clock's estimate.
 ESTIMATED = {"jambonz", "freeswitch", "genesys"}

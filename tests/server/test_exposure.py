@@ -8,6 +8,7 @@ import pytest
 
 from voicegate.config import Settings
 from voicegate.config.settings import (
+    AsteriskSettings,
     BrowserSettings,
     ExotelSettings,
     FreeSwitchSettings,
@@ -36,6 +37,7 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         jambonz=JambonzSettings(enabled=False),
         genesys=GenesysSettings(enabled=False),
         freeswitch=FreeSwitchSettings(enabled=False),
+        asterisk=AsteriskSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

@@ -8,6 +8,7 @@ import pytest
 
 from voicegate.config import Settings
 from voicegate.config.settings import (
+    AsteriskSettings,
     BrowserSettings,
     ExotelSettings,
     FreeSwitchSettings,
@@ -34,10 +35,20 @@ def exposed(
     jambonz: JambonzSettings,
     genesys: GenesysSettings,
     freeswitch: FreeSwitchSettings,
+    asterisk: AsteriskSettings,
 ) -> Settings:
     """Settings on 0.0.0.0 with these sections (Twilio and the browser opted out)."""
     providers = ProvidersSettings(
-        OPEN_TWILIO, OPEN_BROWSER, telnyx, plivo, vonage, exotel, jambonz, genesys, freeswitch
+        OPEN_TWILIO,
+        OPEN_BROWSER,
+        telnyx,
+        plivo,
+        vonage,
+        exotel,
+        jambonz,
+        genesys,
+        freeswitch,
+        asterisk,
     )
     return replace(Settings(), server=ServerSettings(host="0.0.0.0"), providers=providers)
 
@@ -52,6 +63,7 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
             JambonzSettings(),
             GenesysSettings(),
             FreeSwitchSettings(),
+            AsteriskSettings(),
         ).check_exposure()
     message = str(refused.value)
     assert "providers.telnyx needs public_key_env and stream_auth_token_env" in message
@@ -61,6 +73,7 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
     assert "providers.jambonz needs username and password_env" in message
     assert "providers.genesys needs api_key_env and client_secret_env" in message
     assert "providers.freeswitch needs username and password_env" in message
+    assert "providers.asterisk needs username and password_env" in message
     exposed(
         TelnyxSettings(public_key_env="TX_KEY", stream_auth_token_env="TX_TOKEN"),
         PlivoSettings(auth_token_env="PLIVO_TOKEN"),
@@ -69,6 +82,7 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
         JambonzSettings(username="bot", password_env="JAMBONZ_PASSWORD"),
         GenesysSettings(api_key_env="GENESYS_KEY", client_secret_env="GENESYS_SECRET"),
         FreeSwitchSettings(username="bot", password_env="FREESWITCH_PASSWORD"),
+        AsteriskSettings(username="asterisk", password_env="ASTERISK_PASSWORD"),
     ).check_exposure()
     exposed(
         TelnyxSettings(allow_unauthenticated=True),
@@ -78,4 +92,5 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
         JambonzSettings(enabled=False),
         GenesysSettings(allow_unauthenticated=True),
         FreeSwitchSettings(allow_unauthenticated=True),
+        AsteriskSettings(allow_unauthenticated=True),
     ).check_exposure()

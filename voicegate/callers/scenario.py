@@ -32,6 +32,7 @@ PROVIDERS = (
     "jambonz",
     "freeswitch",
     "genesys",
+    "asterisk",
 )
 SCENARIO_SUFFIXES = (".yml", ".yaml")
 DEFAULT_QUIET_MS = 2000

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 
+from voicegate.callers.asterisk import AsteriskCaller
 from voicegate.callers.audio_fork import AudioForkCaller
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
@@ -51,6 +52,7 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
+    ASTERISK_STREAM_PATH,
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
     FREESWITCH_STREAM_PATH,
@@ -73,6 +75,7 @@ Caller = (
     | JambonzCaller
     | FreeSwitchCaller
     | GenesysCaller
+    | AsteriskCaller
     | ConversationRelayCaller
 )
 Record = dict[str, Any]
@@ -87,6 +90,7 @@ PROVIDER_PATHS = {
     "jambonz": JAMBONZ_STREAM_PATH,
     "freeswitch": FREESWITCH_STREAM_PATH,
     "genesys": GENESYS_STREAM_PATH,
+    "asterisk": ASTERISK_STREAM_PATH,
     "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
@@ -100,6 +104,7 @@ TELEPHONE_RATES = {
     "jambonz": 8000,  # the listen verb's default sampleRate
     "freeswitch": 8000,  # uuid_audio_fork ... mono 8k (docs/protocols/freeswitch.md)
     "genesys": 8000,  # PCMU, the Audio Connector's only format
+    "asterisk": 8000,  # Dial(WebSocket/<client>/c(ulaw)), docs/protocols/asterisk.md
     "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
 BROWSER_DEFAULT_RATE = 16000
@@ -151,6 +156,8 @@ def new_caller(
     if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
         ids = {"conversation_id": call_id} if call_id else {}
         return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "asterisk":  # chan_websocket, ulaw, JSON control messages
+        return AsteriskCaller(script, channel_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
         sid = call_id or DEFAULT_CALL_SID
         return ConversationRelayCaller(
@@ -173,6 +180,8 @@ def fresh_call_id(provider: str) -> str:
         return f"v3:{token.hex}"
     if provider == "exotel":
         return token.hex  # 32 hex digits
+    if provider == "asterisk":  # a channel's unique id: epoch seconds, a dot, a sequence
+        return f"{token.int % 10**10}.{token.int // 10**10 % 10**6}"
     return "" if provider == "browser" else str(token)
 
 

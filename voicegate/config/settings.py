@@ -29,6 +29,7 @@ from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
+    AsteriskOptions,
     BrowserOptions,
     ExotelOptions,
     FreeSwitchOptions,
@@ -457,6 +458,17 @@ class GenesysSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AsteriskSettings(BasicAuthSettings):
+    """``providers.asterisk``: the chan_websocket route Asterisk's websocket_client.conf names."""
+
+    section: ClassVar[str] = "asterisk"
+
+    def options(self, secrets: Mapping[str, str]) -> AsteriskOptions:
+        """The server's Asterisk options, with the secret the CLI resolved."""
+        return AsteriskOptions(username=self.username, password=secrets.get(self.secret_key))
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -469,6 +481,7 @@ class ProvidersSettings:
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
     genesys: GenesysSettings = field(default_factory=GenesysSettings)
     freeswitch: FreeSwitchSettings = field(default_factory=FreeSwitchSettings)
+    asterisk: AsteriskSettings = field(default_factory=AsteriskSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,6 +606,7 @@ class Settings:
         names.update(providers.jambonz.secret_env_names())
         names.update(providers.freeswitch.secret_env_names())
         names.update(providers.genesys.secret_env_names())
+        names.update(providers.asterisk.secret_env_names())
         names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
@@ -613,7 +627,8 @@ class Settings:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
         sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
-        for section in (*sections, providers.jambonz, providers.freeswitch, providers.genesys):
+        basic = (providers.jambonz, providers.freeswitch, providers.asterisk)
+        for section in (*sections, *basic, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -634,7 +649,7 @@ class Settings:
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         relay = twilio.conversationrelay
         exotel, jambonz = self.providers.exotel, self.providers.jambonz
-        genesys = self.providers.genesys
+        genesys, asterisk = self.providers.genesys, self.providers.asterisk
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -676,4 +691,5 @@ class Settings:
                 else None
             ),
             genesys=genesys.options(secrets) if genesys.enabled else None,
+            asterisk=asterisk.options(secrets) if asterisk.enabled else None,
         )

@@ -149,6 +149,12 @@ class VonageOptions:
 DEFAULT_EXOTEL_FIELDS = ("CallFrom", "CallTo")
 
 
+def check_basic_pair(dialect: str, username: str, password: str | None) -> None:
+    """HTTP Basic credentials come as a pair: a user name with a password, or neither."""
+    if (password is None) != (not username):
+        raise ConfigError(f"{dialect} username and password go together")
+
+
 @dataclass(frozen=True, slots=True)
 class ExotelOptions:
     """The Exotel routes: ``GET /exotel/url`` (the applet's dynamic URL) and ``/exotel``."""
@@ -167,8 +173,7 @@ class ExotelOptions:
         exotel_format(self.sample_rate)  # fail when the server is built
         if len(self.parameters) + len(self.webhook_fields) > 3:
             raise ConfigError("exotel takes at most 3 custom parameters (parameters + fields)")
-        if (self.password is None) != (not self.username):
-            raise ConfigError("exotel username and password go together")
+        check_basic_pair("exotel", self.username, self.password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +192,20 @@ class JambonzOptions:
 
     def __post_init__(self) -> None:
         jambonz_format(self.sample_rate)  # fail when the server is built
-        if (self.password is None) != (not self.username):
-            raise ConfigError("jambonz username and password go together")
+        check_basic_pair("jambonz", self.username, self.password)
+
+
+@dataclass(frozen=True, slots=True)
+class AsteriskOptions:
+    """The ``/asterisk`` route for Asterisk's chan_websocket (docs/protocols/asterisk.md)."""
+
+    # HTTP Basic credentials of the websocket_client.conf client (username, password) that
+    # every upgrade must carry; None: not checked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_basic_pair("asterisk", self.username, self.password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,3 +295,4 @@ class GatewayOptions:
     jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)
     freeswitch: FreeSwitchOptions | None = field(default_factory=FreeSwitchOptions)
     genesys: GenesysOptions | None = field(default_factory=GenesysOptions)
+    asterisk: AsteriskOptions | None = field(default_factory=AsteriskOptions)

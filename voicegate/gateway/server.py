@@ -17,6 +17,7 @@
 ``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
 ``GET /freeswitch``         FreeSWITCH mod_audio_fork socket (docs/protocols/freeswitch.md)
 ``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
+``GET /asterisk``           Asterisk chan_websocket, Dial(WebSocket/...) (protocols/asterisk.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -48,6 +49,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from voicegate.codecs import (
+    AsteriskCodec,
     BrowserCodec,
     Codec,
     ExotelCodec,
@@ -117,6 +119,8 @@ JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
 JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
 GENESYS_STREAM_PATH = audiohook.STREAM_PATH
 FREESWITCH_STREAM_PATH = "/freeswitch"
+#: Asterisk's websocket_client.conf ``uri`` points here; there is no webhook.
+ASTERISK_STREAM_PATH = "/asterisk"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -190,6 +194,8 @@ def build_app(
         app.router.add_get(FREESWITCH_STREAM_PATH, routes.freeswitch_stream)
     if options.genesys is not None:
         app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
+    if options.asterisk is not None:
+        app.router.add_get(ASTERISK_STREAM_PATH, routes.asterisk_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -508,6 +514,19 @@ class _Routes:
         session_id = request.headers.get(audiohook.SESSION_HEADER)
         return refusal or await self._media_call(
             request, "genesys", lambda call_id: GenesysCodec(session_id=session_id)
+        )
+
+    async def asterisk_stream(self, request: web.Request) -> web.StreamResponse:
+        """An Asterisk chan_websocket channel (the websocket_client.conf credentials first).
+
+        The query is the dial string's ``v(...)`` URI parameters: the call's metadata.
+        """
+        asterisk = self._options.asterisk
+        assert asterisk is not None  # the route exists only when Asterisk is enabled
+        denied = basic_refusal(request, "asterisk", asterisk.username, asterisk.password)
+        parameters = dict(request.query)
+        return denied or await self._media_call(
+            request, "asterisk", lambda call_id: AsteriskCodec(call_id, parameters=parameters)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:

@@ -256,6 +256,7 @@ class CallSession:
             send_ahead_ms=send_ahead_ms,
             chunk_ms=chunk_ms,
             estimate_acks=not self._codec.capabilities.playback_acks,
+            provider_pause=self._codec.capabilities.pause,
         )
         self._stt = self._services.stt.open(self._media.sample_rate)
         self._turns = self._services.turns.open(
@@ -382,7 +383,7 @@ class CallSession:
             case bargein.PausePlayout(flush=flush):
                 await self._pause(flush)
             case bargein.ResumePlayout():
-                self._playout.resume()
+                await self._send_all(self._playout.resume(self._now_ms))
                 self.timeline.emit(self._now_ms, "playout_resumed")
 
     async def _pause(self, flush: bool) -> None:
