@@ -39,6 +39,8 @@ from voicegate.cli.replaying import new_caller, replay_in_process, run_replay, w
 from voicegate.config import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Six model turns against the demo project (its own conversation hangs up after two).
+CONVERSATION = Path(__file__).resolve().parent / "virtual_replay.yml"
 FESTIVAL = ROOT / "fixtures" / "audio" / "synth" / "festival"
 CLIPS = ("balance", "cancel", "digits1", "agent", "digits2", "balance")
 RATE = 8000
@@ -57,7 +59,10 @@ def caller_script() -> CallerScript:
 def settings_for(variant: str, folder: Path) -> Settings:
     """The shipped settings, or with the scripted recogniser and the tone synthesiser."""
     base = load_settings(ROOT / "config" / "voicegate.yml")
-    base = replace(base, engine=replace(base.engine, project_dir=ROOT / "config" / "agent"))
+    engine = replace(
+        base.engine, project_dir=ROOT / "config" / "agent", llm=f"scripted:{CONVERSATION}"
+    )
+    base = replace(base, engine=engine)
     if variant == "scripted":
         lines = folder / "lines.txt"
         lines.write_text("".join(f"{name}\n" for name in CLIPS), "utf-8")
