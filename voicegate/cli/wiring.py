@@ -59,7 +59,7 @@ from voicegate.speech.embedded.whisper_model import (
     WhisperOptions,
     WhisperRecognizer,
 )
-from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
+from voicegate.speech.embedded.whisper_stt import StreamOptions, WhisperSpeechToText
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText
@@ -67,6 +67,9 @@ from voicegate.speech.remote.openai_tts import OpenAISpeechOptions, OpenAITextTo
 from voicegate.turns.settings import TurnSettings
 from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
 from voicegate.turns.tracker import TurnFactory
+
+#: Whisper's interim interval where interims decide something (:func:`whisper_interim_ms`).
+DECIDING_INTERIM_MS = StreamOptions().interim_interval_ms
 
 
 def split_spec(spec: str, key: str) -> tuple[str, str]:
@@ -154,19 +157,23 @@ def split_model_spec(argument: str) -> tuple[str, str]:
     return argument, ""
 
 
-def build_stt(spec: str, environ: Mapping[str, str] = os.environ) -> SpeechToText:
+def build_stt(
+    spec: str, environ: Mapping[str, str] = os.environ, *, interim_ms: int | None = None
+) -> SpeechToText:
     """The recogniser a spec names, loaded here (Whisper: once per process).
 
     ``scripted:FILE`` (one transcript per line), ``whisper`` or ``whisper:tiny.en`` (the
     bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory), ``deepgram`` or
     ``deepgram:MODEL`` (Deepgram's live API, key from ``DEEPGRAM_API_KEY`` in ``environ``).
+    ``interim_ms``: Whisper's interim interval (None: the stream's default).
     """
     kind, argument = split_spec(spec, "speech.stt")
     if kind == "scripted" and argument:
         lines = Path(argument).read_text(encoding="utf-8").splitlines()
         return ScriptedSpeechToText([line.strip() for line in lines if line.strip()])
     if kind == "whisper":
-        return WhisperSpeechToText(load_whisper(argument))
+        options = None if interim_ms is None else StreamOptions(interim_interval_ms=interim_ms)
+        return WhisperSpeechToText(load_whisper(argument), options)
     if kind == "deepgram":
         api_key = required_key(environ, "DEEPGRAM_API_KEY", "speech.stt")
         options = DeepgramOptions(model=argument) if argument else DeepgramOptions()
@@ -305,7 +312,7 @@ def call_runner(
         vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
     services = CallServices(
         engine=engine,
-        stt=build_stt(settings.speech.stt, environ),
+        stt=build_stt(settings.speech.stt, environ, interim_ms=whisper_interim_ms(settings)),
         tts=tts,
         media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
         turns=build_turns(settings.turns),
@@ -321,6 +328,21 @@ def call_runner(
         error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
+
+
+def whisper_interim_ms(settings: Settings) -> int:
+    """``speech.interim_ms``, or by default an interim every 500 ms only where one decides.
+
+    Each interim re-decodes the whole utterance so far (a full Whisper window of CPU): three
+    of four decodes of a call at 500 ms. Their words decide an interruption only through
+    ``barge_in.min_words``; the end of the turn reads the pause's own decode, whose text the
+    final reuses. Without an end-of-turn model there is no pause decode, and an interim
+    that reaches the speech end is what spares the final a decode of its own.
+    """
+    if settings.speech.interim_ms is not None:
+        return settings.speech.interim_ms
+    needed = settings.barge_in.min_words > 0 or not settings.turns.end_of_turn.uses_model
+    return DECIDING_INTERIM_MS if needed else 0
 
 
 def build_call_control(settings: Settings, environ: Mapping[str, str]) -> ProviderCallControl:
