@@ -1,7 +1,10 @@
 """Wall and CPU time of a 60 s recorded call replayed on virtual time, and its determinism.
 
 A 60 s caller (six festival recordings, 10 s apart, fixtures/audio/synth/festival) is replayed
-in process against the demo project at ``--speed max`` on virtual time (docs/replay.md), with
+in process against the demo project at ``--speed max`` on virtual time (docs/replay.md). The
+scripted model plays bench/virtual_replay.yml: six turns, with the demo's slow local tool and
+its MCP server's tool, none hanging up (the demo's own conversation ends the call after two
+turns). The call runs to its 70 s bound (``max_ms``). With
 
 - ``scripted``: the scripted recogniser, the tone synthesiser, no end-of-turn model;
 - ``embedded``: config/voicegate.yml as shipped (Whisper tiny.en, espeak-ng, Smart Turn),
