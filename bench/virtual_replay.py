@@ -1,7 +1,10 @@
 """Wall and CPU time of a 60 s recorded call replayed on virtual time, and its determinism.
 
 A 60 s caller (six festival recordings, 10 s apart, fixtures/audio/synth/festival) is replayed
-in process against the demo project at ``--speed max`` on virtual time (docs/replay.md), with
+in process against the demo project at ``--speed max`` on virtual time (docs/replay.md). The
+scripted model plays bench/virtual_replay.yml: six turns, with the demo's slow local tool and
+its MCP server's tool, none hanging up (the demo's own conversation ends the call after two
+turns). The call runs to its 70 s bound (``max_ms``). With
 
 - ``scripted``: the scripted recogniser, the tone synthesiser, no end-of-turn model;
 - ``embedded``: config/voicegate.yml as shipped (Whisper tiny.en, espeak-ng, Smart Turn),
@@ -39,6 +42,8 @@ from voicegate.cli.replaying import new_caller, replay_in_process, run_replay, w
 from voicegate.config import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Six model turns against the demo project (its own conversation hangs up after two).
+CONVERSATION = Path(__file__).resolve().parent / "virtual_replay.yml"
 FESTIVAL = ROOT / "fixtures" / "audio" / "synth" / "festival"
 CLIPS = ("balance", "cancel", "digits1", "agent", "digits2", "balance")
 RATE = 8000
@@ -57,7 +62,10 @@ def caller_script() -> CallerScript:
 def settings_for(variant: str, folder: Path) -> Settings:
     """The shipped settings, or with the scripted recogniser and the tone synthesiser."""
     base = load_settings(ROOT / "config" / "voicegate.yml")
-    base = replace(base, engine=replace(base.engine, project_dir=ROOT / "config" / "agent"))
+    engine = replace(
+        base.engine, project_dir=ROOT / "config" / "agent", llm=f"scripted:{CONVERSATION}"
+    )
+    base = replace(base, engine=engine)
     if variant == "scripted":
         lines = folder / "lines.txt"
         lines.write_text("".join(f"{name}\n" for name in CLIPS), "utf-8")

@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+from voicegate.clock.virtual import LatencyModel, run_virtual
 from voicegate.errors import SpeechError
 from voicegate.speech.embedded.decode_pool import DecodePool
 from voicegate.speech.embedded.utterance import UtteranceBuffer
@@ -116,6 +117,31 @@ async def test_a_waiter_that_gives_up_does_not_take_a_slot() -> None:
     await hold(pool, order, "after", False)
     assert order == ["after"]
     pool.close()
+
+
+@pytest.mark.parametrize("started", [True, False], ids=["start", "run"])
+def test_on_virtual_time_a_decode_holds_the_clock_and_lands_its_modelled_latency_later(
+    started: bool,
+) -> None:
+    # Issue 19: a decode that ran on the wall clock let a replay's media run on while it
+    # decoded, so the same recording gave different timelines run after run.
+    release = threading.Event()
+    pool = DecodePool(1, name="whisper")
+
+    def decode() -> str:
+        release.wait(5)
+        return "check my balance"
+
+    async def main() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        threading.Timer(0.05, release.set).start()  # the decode takes 50 ms of wall time
+        async with pool.slot(urgent=lambda: True) as lease:
+            text = await (lease.start(decode) if started else lease.run(decode))
+        return text, loop.time()
+
+    text, landed = run_virtual(main(), latency=LatencyModel({"whisper": 360}))
+    pool.close()
+    assert (text, landed) == ("check my balance", pytest.approx(0.36))
 
 
 def test_a_pool_needs_a_worker() -> None:

@@ -11,6 +11,7 @@ from tests.speech.wordscore import normalise
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.cli import wiring
 from voicegate.cli.main import main
+from voicegate.config import settings_from_data
 from voicegate.errors import ConfigError
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
@@ -57,6 +58,26 @@ def test_the_embedded_engine_specs_build_the_embedded_engines() -> None:
     stt = wiring.build_stt("whisper:tiny.en")
     assert isinstance(stt, WhisperSpeechToText)
     stt.close()
+
+
+@pytest.mark.parametrize(
+    ("speech", "barge_in", "end_of_turn", "interim_ms"),
+    [
+        ({}, {}, {}, 0),  # shipped: no decision reads an interim (the pause decode serves)
+        ({}, {"min_words": 2}, {}, 500),  # the barge-in rule counts interim words
+        ({}, {}, {"model": "none"}, 500),  # no pause decode: an interim may make the final
+        ({"interim_ms": 250}, {}, {}, 250),
+        ({"interim_ms": 0}, {"min_words": 2}, {}, 0),
+    ],
+)
+def test_whisper_decodes_interims_only_where_a_decision_reads_them(
+    speech: dict[str, int],
+    barge_in: dict[str, int],
+    end_of_turn: dict[str, str],
+    interim_ms: int,
+) -> None:
+    data = {"speech": speech, "barge_in": barge_in, "turns": {"end_of_turn": end_of_turn}}
+    assert wiring.whisper_interim_ms(settings_from_data(data)) == interim_ms
 
 
 @pytest.mark.parametrize(

@@ -276,3 +276,28 @@ async def test_a_pause_overtakes_an_interim_in_flight_and_its_decode_is_the_fina
     transcriber.release_first.set()
     assert transcriber.decoded_ms == [500, 800]
     await stream.aclose()
+
+
+async def test_an_interim_in_flight_that_reaches_the_pause_is_the_pause_decode() -> None:
+    transcriber = GatedTranscriber()
+    stream = WhisperSpeechToText(transcriber, StreamOptions(interim_interval_ms=500)).open(16000)
+    results = stream.results()
+    stream.speech_started(0)
+    for n in range(1, 26):  # the 500 ms interim starts: speech stopped at 400 ms
+        stream.push(SILENCE, n * 20)
+    interim = asyncio.ensure_future(anext(results))
+    await wait_started(transcriber)
+    for n in range(26, 31):
+        stream.push(SILENCE, n * 20)
+    stream.speech_paused(400)  # the interim decoding already heard the speech to its end
+    transcriber.gate.release()
+    assert await interim == TranscriptResult("heard 500 ms", False, 500)
+    final = asyncio.ensure_future(anext(results))
+    for n in range(31, 36):  # the end-of-turn wait
+        stream.push(SILENCE, n * 20)
+        await asyncio.sleep(0)
+    stream.speech_ended(400)
+    # No second decode of the same speech (the gate stays shut): the final reuses the interim.
+    assert await asyncio.wait_for(final, 5) == TranscriptResult("heard 500 ms", True, 400)
+    assert not transcriber.started.acquire(blocking=False)
+    await stream.aclose()

@@ -18,8 +18,9 @@ import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from voicegate.cli.stores import Stores, open_stores, redis_url
 from voicegate.config import Settings
@@ -59,7 +60,7 @@ from voicegate.speech.embedded.whisper_model import (
     WhisperOptions,
     WhisperRecognizer,
 )
-from voicegate.speech.embedded.whisper_stt import WhisperSpeechToText
+from voicegate.speech.embedded.whisper_stt import StreamOptions, WhisperSpeechToText
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText
@@ -67,6 +68,9 @@ from voicegate.speech.remote.openai_tts import OpenAISpeechOptions, OpenAITextTo
 from voicegate.turns.settings import TurnSettings
 from voicegate.turns.smart_turn import SmartTurnModel, bundled_model_path
 from voicegate.turns.tracker import TurnFactory
+
+#: Whisper's interim interval where interims decide something (:func:`whisper_interim_ms`).
+DECIDING_INTERIM_MS = StreamOptions().interim_interval_ms
 
 
 def split_spec(spec: str, key: str) -> tuple[str, str]:
@@ -154,19 +158,23 @@ def split_model_spec(argument: str) -> tuple[str, str]:
     return argument, ""
 
 
-def build_stt(spec: str, environ: Mapping[str, str] = os.environ) -> SpeechToText:
+def build_stt(
+    spec: str, environ: Mapping[str, str] = os.environ, *, interim_ms: int | None = None
+) -> SpeechToText:
     """The recogniser a spec names, loaded here (Whisper: once per process).
 
     ``scripted:FILE`` (one transcript per line), ``whisper`` or ``whisper:tiny.en`` (the
     bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory), ``deepgram`` or
     ``deepgram:MODEL`` (Deepgram's live API, key from ``DEEPGRAM_API_KEY`` in ``environ``).
+    ``interim_ms``: Whisper's interim interval (None: the stream's default).
     """
     kind, argument = split_spec(spec, "speech.stt")
     if kind == "scripted" and argument:
         lines = Path(argument).read_text(encoding="utf-8").splitlines()
         return ScriptedSpeechToText([line.strip() for line in lines if line.strip()])
     if kind == "whisper":
-        return WhisperSpeechToText(load_whisper(argument))
+        stream = None if interim_ms is None else StreamOptions(interim_interval_ms=interim_ms)
+        return WhisperSpeechToText(load_whisper(argument), stream)
     if kind == "deepgram":
         api_key = required_key(environ, "DEEPGRAM_API_KEY", "speech.stt")
         options = DeepgramOptions(model=argument) if argument else DeepgramOptions()
@@ -253,6 +261,7 @@ def build_runner(
     metrics: GatewayMetrics | None = None,
     leases: CallLeases | None = None,
     inline: bool = False,
+    speech: SpeechEngines | None = None,
 ) -> SessionRunner:
     """The call runner: engine, speech engines, media and barge-in policy from settings.
 
@@ -262,7 +271,8 @@ def build_runner(
     carries the calls' media; with a started ``plane`` the engine runs there too (issue 12).
     With ``metrics``, the model, the synthesiser and every call's timeline feed them.
     ``inline`` runs the tools on the calling loop instead: only for virtual time, where the
-    one loop's clock must see every timer (clock/virtual.py, docs/replay.md).
+    one loop's clock must see every timer (clock/virtual.py, docs/replay.md). ``speech``:
+    engines already loaded (:func:`build_speech`), else they are loaded here.
     """
     project = project or load_project(settings.engine.project_dir)
     llm = build_llm(settings.engine.llm, project, environ)
@@ -283,7 +293,39 @@ def build_runner(
     engine: DialogueEngine = (
         project_engine if plane is None else ThreadedEngine(project_engine, plane)
     )
-    return call_runner(settings, engine, environ, metrics=metrics, leases=leases)
+    return call_runner(settings, engine, environ, metrics=metrics, leases=leases, speech=speech)
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechEngines:
+    """What every call shares that takes a while to load: models and their sessions."""
+
+    stt: SpeechToText
+    tts: TextToSpeech
+    media: MediaFactory
+    turns: TurnFactory
+
+
+def build_speech(
+    settings: Settings,
+    environ: Mapping[str, str] = os.environ,
+    metrics: GatewayMetrics | None = None,
+) -> SpeechEngines:
+    """The recogniser, synthesiser, VAD and end-of-turn model (blocking: models load here)."""
+    rate = settings.audio.session_sample_rate
+    tts = build_tts(settings.speech.tts, rate, environ)
+    if metrics is not None:
+        tts = TimedTextToSpeech(tts, metrics.tts_first_chunk.observe)
+    vad = settings.vad
+    if settings.turns.end_of_turn.uses_model:
+        # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
+        vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
+    return SpeechEngines(
+        stt=build_stt(settings.speech.stt, environ, interim_ms=whisper_interim_ms(settings)),
+        tts=tts,
+        media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
+        turns=build_turns(settings.turns),
+    )
 
 
 def call_runner(
@@ -293,22 +335,16 @@ def call_runner(
     *,
     metrics: GatewayMetrics | None = None,
     leases: CallLeases | None = None,
+    speech: SpeechEngines | None = None,
 ) -> SessionRunner:
     """The call runner around any dialogue engine: speech, media and barge-in from settings."""
-    rate = settings.audio.session_sample_rate
-    tts = build_tts(settings.speech.tts, rate, environ)
-    if metrics is not None:
-        tts = TimedTextToSpeech(tts, metrics.tts_first_chunk.observe)
-    vad = settings.vad
-    if settings.turns.end_of_turn.uses_model:
-        # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
-        vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
+    speech = speech or build_speech(settings, environ, metrics)
     services = CallServices(
         engine=engine,
-        stt=build_stt(settings.speech.stt, environ),
-        tts=tts,
-        media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
-        turns=build_turns(settings.turns),
+        stt=speech.stt,
+        tts=speech.tts,
+        media=speech.media,
+        turns=speech.turns,
         observer=None if metrics is None else metrics.call_listener,
         leases=leases,
         call_control=build_call_control(settings, environ),
@@ -321,6 +357,21 @@ def call_runner(
         error_response=settings.engine.error_response,
     )
     return SessionRunner(services, session)
+
+
+def whisper_interim_ms(settings: Settings) -> int:
+    """``speech.interim_ms``, or by default an interim every 500 ms only where one decides.
+
+    Each interim re-decodes the whole utterance so far (a full Whisper window of CPU): three
+    of four decodes of a call at 500 ms. Their words decide an interruption only through
+    ``barge_in.min_words``; the end of the turn reads the pause's own decode, whose text the
+    final reuses. Without an end-of-turn model there is no pause decode, and an interim
+    that reaches the speech end is what spares the final a decode of its own.
+    """
+    if settings.speech.interim_ms is not None:
+        return settings.speech.interim_ms
+    needed = settings.barge_in.min_words > 0 or not settings.turns.end_of_turn.uses_model
+    return DECIDING_INTERIM_MS if needed else 0
 
 
 def build_call_control(settings: Settings, environ: Mapping[str, str]) -> ProviderCallControl:
@@ -378,12 +429,18 @@ async def open_runner(
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
     stores = open_store(settings, environ, project)
+    # The speech models load on a thread (a second or more with Whisper and Smart Turn) while
+    # the MCP servers start (a stdio server's interpreter imports the mcp package: ~1 s).
+    loading = asyncio.get_running_loop().run_in_executor(
+        None, build_speech, settings, environ, metrics
+    )
     try:
         async with (
             dialogue_host(project_tools(project, servers, launch), inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
             catalog, tool_loops, plane = host
+            speech = await loading
             yield build_runner(
                 settings,
                 environ,
@@ -395,9 +452,18 @@ async def open_runner(
                 metrics=metrics,
                 leases=leases,
                 inline=inline,
+                speech=speech,
             )
     finally:
         stores.close()  # every write was already committed; this releases the file
+        await _settled(loading)
+
+
+async def _settled(job: asyncio.Future[Any]) -> None:
+    """Wait for a thread's job that may have lost its reader (its failure is not news)."""
+    await asyncio.wait({job})
+    if not job.cancelled():
+        job.exception()
 
 
 Host = tuple[ToolCatalog, ToolLoops | None, DialoguePlane | None]

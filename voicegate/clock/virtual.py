@@ -34,9 +34,10 @@ from typing import Any, TypeVar
 _T = TypeVar("_T")
 _Events = list[tuple[selectors.SelectorKey, int]]
 
-#: Empty polls of the sockets before time jumps: a loopback write is normally readable at
-#: once (Linux delivers it inside ``send``), the extra polls cover a deferred delivery.
-IDLE_POLLS = 3
+#: Empty polls of the sockets before time jumps. A replay's sockets are Unix sockets, whose
+#: write is in the peer's queue when ``send`` returns (cli/replaying.py): one more poll is
+#: a margin. Each costs a loop pass (~2 µs); at 3 they were 20,000 of a 70 s call's 29,000.
+IDLE_POLLS = 1
 #: Longest real wait for held work between checks; a finished job wakes the loop at once.
 HELD_WAIT_S = 0.1
 

@@ -498,6 +498,9 @@ class SpeechSettings:
 
     stt: str = "whisper"
     tts: str = "espeak"
+    #: Embedded Whisper: an interim transcript (a re-decode of the utterance so far) every this
+    #: many ms of speech; 0: none; None: only where a decision reads them (cli/wiring.py).
+    interim_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

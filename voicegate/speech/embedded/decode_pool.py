@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from voicegate.clock.virtual import offloaded
+from voicegate.clock.virtual import charged, offloaded
 from voicegate.errors import SpeechError
 
 _T = TypeVar("_T")
@@ -144,7 +144,8 @@ class Lease:
             raise SpeechError("decode pool: a lease runs one piece of work while it is held")
         running = self._pool._submit(work)
         self._running = running
-        result = asyncio.wrap_future(running)
+        # Held and charged like run()'s, so virtual time cannot move on while it decodes.
+        result = asyncio.wrap_future(charged(running, self._pool.name))
         result.add_done_callback(_retrieve)  # a stale decode's failure is nobody's to report
         return result
 

@@ -9,8 +9,9 @@ shared :class:`DecodePool`; ``push`` and the VAD hints only update the buffer an
 block the event loop. The consumer's iteration of :meth:`WhisperStream.results` drives the
 decodes, so the stream starts no task of its own (the session owns every task, design §8).
 
-At a pause (``speech_paused``, the end-of-turn layer's hint) an interim is decoded at once.
-When the utterance then ends, an interim whose audio already reached the speech end is the
+At a pause (``speech_paused``, the end-of-turn layer's hint) an interim is decoded at once,
+unless the interim decoding at that moment already reaches the pause. When the utterance then
+ends, an interim whose audio already reached the speech end is the
 final: its text is reused and no second decode of the same audio runs (issue 14 §2), so the
 final is ready as soon as the turn ends.
 
@@ -172,11 +173,22 @@ class WhisperStream:
 
     def speech_paused(self, at_ms: MediaMs) -> None:
         """Decode the utterance so far now: the turn may be over, its final may reuse it."""
-        if self._closed or not self._buffer.speaking:
+        if self._closed or not self._buffer.speaking or self._in_flight_covers(at_ms):
             return
         self._interim_due = self._pause_due = True
         self._wake.set()
         self._overtake(at_ms)
+
+    def _in_flight_covers(self, speech_end_ms: MediaMs) -> bool:
+        """Whether the interim decoding now already holds all speech up to ``speech_end_ms``.
+
+        Then it is the pause's decode: its text covers the pause (the end of turn reads it)
+        and the final reuses it. A second decode of the same words plus some silence would
+        only make the final wait for it, and take a slot from other calls.
+        """
+        overtaken = self._overtaken
+        in_flight = overtaken is not None and not overtaken.done()
+        return in_flight and self._decoding_end_ms >= speech_end_ms
 
     def _overtake(self, speech_end_ms: MediaMs) -> None:
         """Stop waiting for an interim in flight: newer audio must be decoded now.
