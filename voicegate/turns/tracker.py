@@ -110,6 +110,8 @@ class TurnTracker:
 
     def played(self, payload: bytes, now_ms: MediaMs) -> None:
         """Bot audio (wire format) was released to the provider at ``now_ms``."""
+        if not self._gate_settings.enabled:
+            return  # no gate to consult it: not decoded, and not kept (it was never trimmed)
         samples = _decode(payload, self._wire.encoding)
         duration = len(samples) * 1000 // self._wire.sample_rate
         self._reference.played(duration, level_db(samples), now_ms)
