@@ -22,7 +22,10 @@ Call start: K calls started one after another with nothing else running; CPU (al
 the loop thread alone) and wall time from handing over the ``start`` message until the session
 asks for the next message. The machine is shared, so every figure is a median over ``--runs``.
 
-    python bench/media_cost.py [--calls 50] [--runs 3] [--starts 20]
+The event loop is uvloop, as ``voicegate serve`` runs it; ``--loop asyncio`` gives asyncio's own
+(the loop these figures were taken on before; it costs ~15-20 % more CPU here).
+
+    python bench/media_cost.py [--calls 50] [--runs 3] [--starts 20] [--loop asyncio]
 """
 
 from __future__ import annotations
@@ -38,12 +41,13 @@ import tempfile
 import time
 import tracemalloc
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import uvloop
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes
 from voicegate.audio.wav import read_wav
@@ -368,6 +372,21 @@ async def run_calls(
     return fakes
 
 
+#: Runs a coroutine to its end on a fresh event loop (the shape of ``asyncio.run``).
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def loop_runner(loop: str) -> Run:
+    """``asyncio.run`` on uvloop (what ``voicegate serve`` runs by default) or asyncio's loop."""
+    factory = uvloop.new_event_loop if loop == "uvloop" else None
+
+    def run(main: Coroutine[Any, Any, Any]) -> Any:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(main)
+
+    return run
+
+
 def rss_bytes() -> int:
     """Resident set size now (Linux)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -376,13 +395,15 @@ def rss_bytes() -> int:
     return 0
 
 
-def total_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[str, float]:
+def total_pass(
+    runner: SessionRunner, payloads: list[str], calls: int, run: Run = asyncio.run
+) -> dict[str, float]:
     """Uninstrumented: CPU per call-second, and RSS growth per live call."""
     gc.collect()
     rss: list[int] = [rss_bytes()]
     hooks = Hooks(on_mid_call=lambda: rss.append(rss_bytes()))
     cpu0, wall0 = time.process_time_ns(), time.perf_counter_ns()
-    fakes = asyncio.run(run_calls(runner, payloads, calls, hooks, None))
+    fakes = run(run_calls(runner, payloads, calls, hooks, None))
     cpu, wall = time.process_time_ns() - cpu0, time.perf_counter_ns() - wall0
     call_seconds = calls * len(payloads) * FRAME_MS / 1000
     return {
@@ -393,7 +414,9 @@ def total_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[s
     }
 
 
-def stage_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[str, float]:
+def stage_pass(
+    runner: SessionRunner, payloads: list[str], calls: int, run: Run = asyncio.run
+) -> dict[str, float]:
     """Instrumented: CPU µs per call-second of each stage, timer cost taken out."""
     inside, whole = Stages.calibrate()
     stages = Stages()
@@ -401,7 +424,7 @@ def stage_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[s
     hooks = Hooks(stages)
     try:
         cpu0 = time.process_time_ns()
-        asyncio.run(run_calls(timed_runner, payloads, calls, hooks, stages))
+        run(run_calls(timed_runner, payloads, calls, hooks, stages))
         cpu = time.process_time_ns() - cpu0
     finally:
         undo()
@@ -416,7 +439,9 @@ def stage_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[s
     return split
 
 
-def memory_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[str, float]:
+def memory_pass(
+    runner: SessionRunner, payloads: list[str], calls: int, run: Run = asyncio.run
+) -> dict[str, float]:
     """tracemalloc growth per live call, mid-call."""
     gc.collect()
     samples: list[int] = []
@@ -424,13 +449,15 @@ def memory_pass(runner: SessionRunner, payloads: list[str], calls: int) -> dict[
     try:
         base = tracemalloc.get_traced_memory()[0]
         hooks = Hooks(on_mid_call=lambda: samples.append(tracemalloc.get_traced_memory()[0]))
-        asyncio.run(run_calls(runner, payloads, calls, hooks, None))
+        run(run_calls(runner, payloads, calls, hooks, None))
     finally:
         tracemalloc.stop()
     return {"tracemalloc_bytes_per_call": (samples[0] - base) / calls}
 
 
-def start_pass(runner: SessionRunner, payloads: list[str], starts: int) -> dict[str, float]:
+def start_pass(
+    runner: SessionRunner, payloads: list[str], starts: int, run: Run = asyncio.run
+) -> dict[str, float]:
     """Calls started one at a time: CPU (all threads, loop thread) and wall ms per start."""
     hooks = Hooks()
 
@@ -438,7 +465,7 @@ def start_pass(runner: SessionRunner, payloads: list[str], starts: int) -> dict[
         for index in range(starts):
             await runner(FakeTwilio(index, payloads[:1], hooks), TwilioCodec(), OpenGate(index))
 
-    asyncio.run(one_by_one())
+    run(one_by_one())
     cpu, thread, wall = zip(*hooks.start_costs, strict=True)
     return {
         "cpu_ms": statistics.median(cpu) / 1e6,
@@ -463,6 +490,12 @@ def main() -> None:
         "--no-batch", action="store_true", help="score each call's Silero windows alone"
     )
     parser.add_argument("--end-of-turn", default=None, help="turns.end_of_turn.model, e.g. none")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the event loop: uvloop, as voicegate serve runs (server.uvloop), or asyncio's own",
+    )
     args = parser.parse_args()
     os.chdir(ROOT)  # the config's paths (project, caller lines) are relative to the repository
     settings = load_settings(CONFIG)
@@ -486,11 +519,13 @@ def main() -> None:
             "wall_ms": round((time.perf_counter_ns() - wall0) / 1e6, 1),
         }
         payloads = caller_payloads()
-        starts = start_pass(runner, payloads, args.starts)
-        asyncio.run(run_calls(runner, payloads, 2, Hooks(), None))  # warm-up
-        totals = median_of([total_pass(runner, payloads, args.calls) for _ in range(args.runs)])
-        split = median_of([stage_pass(runner, payloads, args.calls) for _ in range(args.runs)])
-        memory = memory_pass(runner, payloads, args.calls)
+        run = loop_runner(args.loop)
+        starts = start_pass(runner, payloads, args.starts, run)
+        run(run_calls(runner, payloads, 2, Hooks(), None))  # warm-up
+        runs = range(args.runs)
+        totals = median_of([total_pass(runner, payloads, args.calls, run) for _ in runs])
+        split = median_of([stage_pass(runner, payloads, args.calls, run) for _ in runs])
+        memory = memory_pass(runner, payloads, args.calls, run)
         timeline = runner.timeline(f"CA{args.calls - 1:032d}")
     harness = split.pop("harness", 0.0)
     events = [r["event"] for r in timeline.records] if timeline is not None else []
@@ -501,6 +536,7 @@ def main() -> None:
         "call_ms": CALL_MS,
         "runs": args.runs,
         "silero_batched": not args.no_batch,
+        "loop": args.loop,
         "end_of_turn": settings.turns.end_of_turn.model,
         "gateway_cpu_us_per_call_second": round(totals["cpu_us_per_call_second"] - harness, 1),
         "total_cpu_us_per_call_second_incl_harness": totals["cpu_us_per_call_second"],

@@ -77,3 +77,22 @@ def test_the_margin_follows_the_echo_this_call_shows() -> None:
     assert weak.margin(settings) == 19.0  # 25 dB less the 6 dB of safety
     assert loud.margin(settings) == 6.0  # never below the configured margin
     assert silent.margin(settings) == 20.0  # at most max_margin_db
+
+
+def test_evidence_is_counted_in_caller_frames_even_after_a_gap() -> None:
+    # Frames with nothing to judge are not recorded (turns/tracker.py): the frame length
+    # comes with each frame, not from the distance between the last two recorded ones.
+    state = gate.EchoGateState()
+    state, _ = gate.frame(state, 0, False, True, ON)
+    state, _ = gate.frame(state, 100, True, True, ON)  # 80 ms later: one 20 ms evident frame
+    state, began = gate.speech_started(state, 100, ON)
+    assert began is None  # 20 ms of evidence, 40 needed
+    state, began = gate.frame(state, 120, True, True, ON)
+    assert began == gate.Start(100)
+
+
+def test_the_tenth_percentile_is_numpys_bit_for_bit() -> None:
+    rng = np.random.default_rng(7)
+    for size in range(1, 151):
+        gaps = list(rng.normal(20.0, 15.0, size))
+        assert gate.tenth_percentile(gaps) == float(np.percentile(np.array(gaps), 10))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 import numpy as np
+import pytest
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes
 from voicegate.audio.pcm import Samples
+from voicegate.errors import AudioFormatError
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
 from voicegate.turns.tracker import TurnTracker, Voice
 from voicegate.types import AudioEncoding, AudioFormat
@@ -160,3 +162,17 @@ def test_the_bots_echo_never_reaches_the_model() -> None:
     assert seen == []
     assert model.asked == []
     assert pauses == []
+
+
+def test_without_the_echo_gate_the_bots_audio_is_not_looked_at() -> None:
+    # Every bot chunk released was decoded and kept for a gate that never read (or trimmed) it.
+    pcm = AudioFormat(AudioEncoding.L16, 8000)
+    gated = TurnTracker(
+        TurnSettings(echo_gate=EchoGateSettings(enabled=True)), None, sample_rate=8000, wire=pcm
+    )
+    with pytest.raises(AudioFormatError):
+        gated.played(b"\x00\x01\x02", 20)  # an odd PCM16 payload: it is decoded
+    ungated = TurnTracker(
+        TurnSettings(echo_gate=EchoGateSettings(enabled=False)), None, sample_rate=8000, wire=pcm
+    )
+    ungated.played(b"\x00\x01\x02", 20)

@@ -110,6 +110,8 @@ class TurnTracker:
 
     def played(self, payload: bytes, now_ms: MediaMs) -> None:
         """Bot audio (wire format) was released to the provider at ``now_ms``."""
+        if not self._gate_settings.enabled:
+            return  # no gate to consult it: not decoded, and not kept (it was never trimmed)
         samples = _decode(payload, self._wire.encoding)
         duration = len(samples) * 1000 // self._wire.sample_rate
         self._reference.played(duration, level_db(samples), now_ms)
@@ -139,18 +141,29 @@ class TurnTracker:
     # --- echo gate ------------------------------------------------------------------------
 
     def _gate_frame(self, frame: Samples, now_ms: MediaMs) -> list[Voice]:
-        start = now_ms - len(frame) * 1000 // self._rate
+        frame_ms = len(frame) * 1000 // self._rate
+        start = now_ms - frame_ms
         reference = self._reference.level_at(start, now_ms)
-        if reference is None and self._gate.held is None:
-            return []  # no bot audio to echo and nothing held: the level is not needed
-        level = level_db(frame)
         held = self._gate.held
-        if reference is not None and (held is None or not held.released):
+        # Most frames have nothing to judge (bench/media_cost.py): no bot audio to echo and
+        # nothing held, or caller speech already let through. The frames of a passed segment
+        # all start before the VAD's next onset (its detector is quiet again after the end),
+        # and the gate only looks at frames (evidence, echo) from an onset on: no record needed.
+        if (held is None and reference is None) or (held is not None and held.released):
+            return []
+        level = level_db(frame)
+        if reference is None:  # a held start, the bot's audio out of the window
+            evident = level > -self._gate_settings.silence_below_db
+        else:
             self._echo_loss.observe(level, reference)  # no caller speech let through: echo
-        margin = self._echo_loss.margin(self._gate_settings)
-        evident = _evident(level, reference, margin, self._gate_settings)
+            evident = level > reference - self._echo_loss.margin(self._gate_settings)
         self._gate, released = echo_gate.frame(
-            self._gate, start, evident, reference is not None, self._gate_settings
+            self._gate,
+            start,
+            evident,
+            reference is not None,
+            self._gate_settings,
+            frame_ms=frame_ms,
         )
         return [] if released is None else self._turn_voice(Voice(True, released.onset_ms), now_ms)
 
@@ -284,15 +297,6 @@ class TurnFactory:
             report=report,
             on_resume=on_resume,
         )
-
-
-def _evident(
-    level: float, reference: float | None, margin: float, settings: EchoGateSettings
-) -> bool:
-    """Whether a caller frame is louder than any echo of the bot could be."""
-    if reference is None:
-        return level > -settings.silence_below_db
-    return level > reference - margin
 
 
 def _decode(payload: bytes, encoding: AudioEncoding) -> Samples:
