@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from voicegate.codecs import (
     AcceptCall,
@@ -35,7 +33,6 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
-    DialogueEngine,
     EndCall,
     Say,
     TurnEnded,
@@ -46,69 +43,35 @@ from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
-from voicegate.gateway.call_ending import CallControl, hang_up
+from voicegate.gateway.call_ending import hang_up
 from voicegate.gateway.ledger import TurnHeard
-from voicegate.gateway.limits import Limits
-from voicegate.gateway.media import CallMedia, MediaFactory
+from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
+from voicegate.gateway.session.settings import CallServices, SessionSettings
 from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
     CLOSE_TRY_AGAIN_LATER,
     CallGate,
-    CallLeases,
     Refusal,
     Transport,
     close_code_for,
 )
 from voicegate.gateway.watchdog import Watchdog
-from voicegate.speech.ports import SpeechToText, SpeechToTextStream, TextToSpeech, TranscriptResult
-from voicegate.turns.tracker import TurnFactory, TurnTracker, VoiceLike
+from voicegate.speech.ports import SpeechToTextStream, TranscriptResult
+from voicegate.turns.tracker import TurnTracker, VoiceLike
 from voicegate.types import MediaMs
 
 log = logging.getLogger(__name__)
 
+__all__ = ["CallServices", "CallSession", "SessionRunner", "SessionSettings"]
+
 #: Messages handled back to back before the receive loop yields to other calls: a peer whose
 #: frames are already buffered would otherwise hold the event loop (issue 12 item 4).
 YIELD_EVERY = 32
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSettings:
-    """Per-call behaviour (built from config/voicegate.yml by the CLI)."""
-
-    frame_ms: int = 20
-    #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
-    apology: str = "Sorry, I am having trouble speaking right now. Please try again."
-    send_ahead_ms: int = 100
-    #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
-    chunk_ms: int = 40
-    barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
-    limits: Limits = field(default_factory=Limits)
-    #: Spoken when a turn ends in error (e.g. the model failed): the caller is not left in
-    #: silence, and the call goes on (issue 18). "": say nothing.
-    error_response: str = "Sorry, I could not get that. Could you say it again?"
-
-
-@dataclass(frozen=True, slots=True)
-class CallServices:
-    """What every call shares: the engine, the speech engines and the media factory."""
-
-    engine: DialogueEngine
-    stt: SpeechToText
-    tts: TextToSpeech
-    media: MediaFactory
-    # Makes one more timeline listener per call (gateway/metrics.py), e.g. for metrics.
-    observer: Callable[[], Callable[[Record], None]] | None = None
-    #: One live session per provider call id across every node (issue 13; Redis), if set.
-    leases: CallLeases | None = None
-    #: End of turn and echo gate (issue 14); the default keeps a VAD pause as the end of turn.
-    turns: TurnFactory = field(default_factory=TurnFactory)
-    #: Hangs up and transfers through the providers' APIs (issue 16); None: the socket only.
-    call_control: CallControl | None = None
 
 
 class CallSession:
