@@ -49,6 +49,7 @@ from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
+from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.settings import CallServices, SessionSettings
 from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
@@ -63,7 +64,6 @@ from voicegate.gateway.transport import (
 from voicegate.gateway.watchdog import Watchdog
 from voicegate.speech.ports import SpeechToTextStream, TranscriptResult
 from voicegate.turns.tracker import TurnTracker, VoiceLike
-from voicegate.types import MediaMs
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class CallSession:
         self._engine_open = False
         self._leased = ""
         self._state = bargein.BargeInState()
-        self._now_ms: MediaMs = 0
+        self._clock = CallClock(self.timeline)
         self._call_id = ""
         self._media: CallMedia | None = None
         self._stt: SpeechToTextStream | None = None
@@ -155,7 +155,7 @@ class CallSession:
         except RemoteProtocolError as error:
             # Malformed input (1002) or a broken limit (1008): this call ends, no other.
             log.info("call %s: %s", self._gate.call_id, error)
-            self.timeline.emit(self._now_ms, "protocol_error", reason=str(error))
+            self._clock.emit("protocol_error", reason=str(error))
             await self._transport.close(close_code_for(error), str(error))
 
     async def _receive_until_done(self, watchdog: Watchdog) -> None:
@@ -181,15 +181,15 @@ class CallSession:
                 if self._pacer.admit(duration_ms):
                     await self._on_audio(payload)
             case DtmfReceived(digit=digit):
-                self.timeline.emit(self._now_ms, "dtmf", digit=digit)
-                await self._apply(bargein.Dtmf(self._now_ms, digit))
+                self._clock.emit("dtmf", digit=digit)
+                await self._apply(bargein.Dtmf(self._clock.now_ms, digit))
             case MarkReached(name=name):
                 await self._on_mark(name)
             case ProtocolReply(messages=messages):
                 for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
                     await self._transport.send(message)
             case CallEnded(reason=reason):
-                self.timeline.emit(self._now_ms, "call_ended", reason=reason)
+                self._clock.emit("call_ended", reason=reason)
                 await self._transport.close(CLOSE_NORMAL, "call ended")
                 return False
         return True
@@ -267,8 +267,7 @@ class CallSession:
     def _record_pacing(self) -> None:
         """One record for all audio dropped by pacing, not one per message."""
         if self._pacer.dropped_messages:
-            self.timeline.emit(
-                self._now_ms,
+            self._clock.emit(
                 "media_dropped",
                 dropped_ms=round(self._pacer.dropped_ms),
                 messages=self._pacer.dropped_messages,
@@ -279,25 +278,25 @@ class CallSession:
         assert self._stt is not None
         assert self._turns is not None
         for frame in self._media.inbound(payload):
-            self._now_ms += self._settings.frame_ms
-            self._stt.push(frame, self._now_ms)
+            self._clock.now_ms += self._settings.frame_ms
+            self._stt.push(frame, self._clock.now_ms)
             voices = await self._media.detect(frame)
-            for voice in self._turns.push(frame, self._now_ms, voices):
+            for voice in self._turns.push(frame, self._clock.now_ms, voices):
                 await self._on_voice(voice)
             if bargein.needs_tick(self._state):
-                await self._apply(bargein.Tick(self._now_ms))
+                await self._apply(bargein.Tick(self._clock.now_ms))
             await self._release()
 
     async def _on_voice(self, voice: VoiceLike) -> None:
         assert self._stt is not None
         if voice.started:
-            self.timeline.emit(self._now_ms, "speech_started", onset_ms=voice.at_ms)
+            self._clock.emit("speech_started", onset_ms=voice.at_ms)
             self._stt.speech_started(voice.at_ms)
-            await self._apply(bargein.SpeechStarted(self._now_ms, voice.at_ms))
+            await self._apply(bargein.SpeechStarted(self._clock.now_ms, voice.at_ms))
         else:
-            self.timeline.emit(self._now_ms, "speech_ended", end_ms=voice.at_ms)
+            self._clock.emit("speech_ended", end_ms=voice.at_ms)
             self._stt.speech_ended(voice.at_ms)
-            await self._apply(bargein.SpeechEnded(self._now_ms, voice.at_ms))
+            await self._apply(bargein.SpeechEnded(self._clock.now_ms, voice.at_ms))
 
     async def _read_transcripts(self, stt: SpeechToTextStream) -> None:
         try:
@@ -307,20 +306,20 @@ class CallSession:
             # A failed recogniser must not end the call: keypad input still works, and the
             # reason is logged and on the timeline (issue 7).
             log.warning("call %s: speech recognition failed: %s", self._call_id, error)
-            self.timeline.emit(self._now_ms, "speech_error", engine="stt", reason=str(error))
+            self._clock.emit("speech_error", engine="stt", reason=str(error))
 
     async def _on_transcript(self, result: TranscriptResult) -> None:
-        self.timeline.emit(self._now_ms, "transcript", text=result.text, final=result.final)
+        self._clock.emit("transcript", text=result.text, final=result.final)
         if self._turns is not None:
             self._turns.transcript(result.text, result.at_ms)
             if not result.final:
                 self._speculate(self._turns)
-        await self._apply(bargein.Transcript(self._now_ms, result.text, result.final))
+        await self._apply(bargein.Transcript(self._clock.now_ms, result.text, result.final))
 
     async def _on_mark(self, name: str, **estimated: bool) -> None:
         assert self._playout is not None
-        heard, news = self._playout.mark_reached(name, self._now_ms)
-        self.timeline.emit(self._now_ms, "mark_played", name=name, **estimated)
+        heard, news = self._playout.mark_reached(name, self._clock.now_ms)
+        self._clock.emit("mark_played", name=name, **estimated)
         if heard is not None:
             await self._report_heard(heard)
         await self._on_playout_news(news)
@@ -346,7 +345,7 @@ class CallSession:
                 await self._pause(flush)
             case bargein.ResumePlayout():
                 self._playout.resume()
-                self.timeline.emit(self._now_ms, "playout_resumed")
+                self._clock.emit("playout_resumed")
 
     async def _pause(self, flush: bool) -> None:
         """Stop the bot at the caller: clear the provider too when the policy says so."""
@@ -354,15 +353,14 @@ class CallSession:
         if not flush:
             self._playout.pause()
         else:
-            await self._send_all(self._playout.cut(self._now_ms))
+            await self._send_all(self._playout.cut(self._clock.now_ms))
             if self._turns is not None:
-                self._turns.flushed(self._now_ms)
-        self.timeline.emit(self._now_ms, "playout_paused", flushed=flush)
+                self._turns.flushed(self._clock.now_ms)
+        self._clock.emit("playout_paused", flushed=flush)
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         assert self._playout is not None
-        self.timeline.emit(
-            self._now_ms,
+        self._clock.emit(
             "interruption",
             reason=cancel.reason,
             onset_ms=cancel.onset_ms,
@@ -372,14 +370,14 @@ class CallSession:
         self._ending = None  # the caller cut into the goodbye: they have more to say
         if turn is not None and not turn.done():
             turn.cancel()
-            self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
-        dropped_ms = self._playout.unplayed_ms(self._now_ms)  # never heard: issue 18
-        commands, heard = self._playout.flush(cancel.epoch, self._now_ms)
+            self._clock.emit("turn_cancelled", turn_id=turn_id)
+        dropped_ms = self._playout.unplayed_ms(self._clock.now_ms)  # never heard: issue 18
+        commands, heard = self._playout.flush(cancel.epoch, self._clock.now_ms)
         if self._turns is not None:
-            self._turns.flushed(self._now_ms)
+            self._turns.flushed(self._clock.now_ms)
         await self._send_all(commands)
         verb = self._codec.capabilities.flush_verb
-        self.timeline.emit(self._now_ms, "flush_sent", verb=verb, dropped_ms=dropped_ms)
+        self._clock.emit("flush_sent", verb=verb, dropped_ms=dropped_ms)
         reported = {h.turn_id for h in heard}
         for settled in heard:
             await self._report_heard(settled)
@@ -412,7 +410,7 @@ class CallSession:
         if text is None:
             return
         self._speculation = Speculation(text)
-        self.timeline.emit(self._now_ms, "speculation_started", text=text)
+        self._clock.emit("speculation_started", text=text)
         self._start_turn(TranscriptInput(text, speculative=True), self._speculation)
 
     def _on_caller_resumed(self) -> None:
@@ -425,7 +423,7 @@ class CallSession:
             return
         if speculation.task is not None:
             speculation.task.cancel()  # the engine rewinds it: no trace (engine/loop/speculation)
-        self.timeline.emit(self._now_ms, "speculation_cancelled", reason=reason)
+        self._clock.emit("speculation_cancelled", reason=reason)
 
     async def _adopt_speculation(self, text: str, dtmf: str) -> bool:
         """The turn ended: confirm the speculative turn if it guessed these words."""
@@ -438,7 +436,7 @@ class CallSession:
         self._speculation = None
         speculation.confirmed = True
         self._turn = speculation.task
-        self.timeline.emit(self._now_ms, "speculation_confirmed", held=len(speculation.held))
+        self._clock.emit("speculation_confirmed", held=len(speculation.held))
         if speculation.turn_id:  # else it is confirmed as soon as the engine names it
             self._turn_id = speculation.turn_id
             await self._services.engine.confirm(self._gate.call_id, speculation.turn_id)
@@ -456,7 +454,7 @@ class CallSession:
         assert self._playout is not None
         failed = None
         for event, segment in speculation.held:
-            self.timeline.emit(self._now_ms, **event_fields(event))
+            self._clock.emit(**event_fields(event))
             if segment is not None:
                 self._playout.enqueue(segment)
             elif isinstance(event, TurnEnded) and event.reason == "error":
@@ -476,7 +474,7 @@ class CallSession:
         if isinstance(event, Say):
             segment = await self._segment(event, epoch)
             if speculation.confirmed:  # confirmed while this was synthesised: play it now
-                self.timeline.emit(self._now_ms, **event_fields(event))
+                self._clock.emit(**event_fields(event))
                 self._enqueue(segment)
                 await self._release()
                 return True
@@ -499,9 +497,7 @@ class CallSession:
         try:
             async with stream:
                 # An engine on the dialogue plane names the turn once it has started there.
-                self.timeline.emit(
-                    self._now_ms, "turn_started", turn_id=stream.turn_id, input=input_fields(user)
-                )
+                self._clock.emit("turn_started", turn_id=stream.turn_id, input=input_fields(user))
                 if speculation is None:
                     self._turn_id = stream.turn_id
                 else:
@@ -517,8 +513,7 @@ class CallSession:
             # turn; the caller hears an apology and the call goes on (issue 7).
             log.warning("call %s turn %s: speech failed: %s", self._call_id, stream.turn_id, error)
             self._record_undelivered(stream.undelivered())
-            self.timeline.emit(
-                self._now_ms,
+            self._clock.emit(
                 "speech_error",
                 turn_id=stream.turn_id,
                 engine="tts",
@@ -532,16 +527,14 @@ class CallSession:
 
     async def _apologise(self, turn_id: str, epoch: int, text: str | None = None) -> None:
         apology = Say(turn_id, self._settings.apology if text is None else text, "model")
-        self.timeline.emit(
-            self._now_ms, "say", turn_id=turn_id, text=apology.text, source="gateway"
-        )
+        self._clock.emit("say", turn_id=turn_id, text=apology.text, source="gateway")
         try:
             await self._speak(apology, epoch)
         except SpeechError as error:
             log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
 
     async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
-        self.timeline.emit(self._now_ms, **event_fields(event))
+        self._clock.emit(**event_fields(event))
         if isinstance(event, Say):
             await self._speak(event, epoch)
         elif isinstance(event, EndCall):
@@ -558,14 +551,14 @@ class CallSession:
     def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
         for event in events:
             if not isinstance(event, Say):
-                self.timeline.emit(self._now_ms, **event_fields(event))
+                self._clock.emit(**event_fields(event))
 
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playout is not None
         heard = self._playout.ledger.close_turn(turn_id)
         if heard is not None:
             await self._report_heard(heard)
-        await self._apply(bargein.TurnEnded(self._now_ms))
+        await self._apply(bargein.TurnEnded(self._clock.now_ms))
         if self._ending is not None and self._ending.turn_id == turn_id:
             self._ending_turn_over = True
             await self._end_when_heard()
@@ -590,7 +583,7 @@ class CallSession:
             transfer_to,
             codec=self._codec,
             transport=self._transport,
-            emit=lambda event, **fields: self.timeline.emit(self._now_ms, event, **fields),
+            emit=lambda event, **fields: self._clock.emit(event, **fields),
             control=self._services.call_control,
             started=self._started,
         )
@@ -614,8 +607,7 @@ class CallSession:
     async def _report_heard(self, heard: TurnHeard) -> None:
         # Without playback acknowledgements what was heard is the playout clock's estimate.
         estimated = {} if self._codec.capabilities.playback_acks else {"estimated": True}
-        self.timeline.emit(
-            self._now_ms,
+        self._clock.emit(
             "heard",
             turn_id=heard.turn_id,
             text=heard.text,
@@ -631,14 +623,14 @@ class CallSession:
     async def _release(self) -> None:
         assert self._playout is not None
         # A provider without acknowledgements: marks fall due on the playout clock.
-        for name in self._playout.due_marks(self._now_ms):
+        for name in self._playout.due_marks(self._clock.now_ms):
             await self._on_mark(name, estimated=True)
-        commands, news = self._playout.release(self._now_ms)
+        commands, news = self._playout.release(self._clock.now_ms)
         # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
         if commands:
             if self._turns is not None:  # the echo gate's reference: what the caller will hear
                 for played in (c.payload for c in commands if isinstance(c, PlayAudio)):
-                    self._turns.played(played, self._now_ms)
+                    self._turns.played(played, self._clock.now_ms)
             await self._send_all(commands)
         if news.started or news.drained:
             await self._on_playout_news(news)
@@ -656,11 +648,11 @@ class CallSession:
 
     async def _on_playout_news(self, news: PlayoutNews) -> None:
         if news.started:
-            self.timeline.emit(self._now_ms, "bot_speaking", interruptible=news.interruptible)
-            await self._apply(bargein.PlayoutStarted(self._now_ms, news.interruptible))
+            self._clock.emit("bot_speaking", interruptible=news.interruptible)
+            await self._apply(bargein.PlayoutStarted(self._clock.now_ms, news.interruptible))
         if news.drained:
-            self.timeline.emit(self._now_ms, "bot_quiet")
-            await self._apply(bargein.PlayoutDrained(self._now_ms))
+            self._clock.emit("bot_quiet")
+            await self._apply(bargein.PlayoutDrained(self._clock.now_ms))
             await self._end_when_heard()
 
     async def _send_all(self, commands: list[Command]) -> None:
