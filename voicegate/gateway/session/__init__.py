@@ -21,13 +21,10 @@ from voicegate.codecs import (
     CallEnded,
     CallStarted,
     Codec,
-    Command,
     DtmfReceived,
     Hangup,
     MarkReached,
-    PlayAudio,
     ProtocolReply,
-    PublishEvent,
 )
 from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
@@ -47,9 +44,10 @@ from voicegate.gateway.call_ending import hang_up
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment, provider_pace
+from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
 from voicegate.gateway.session.clock import CallClock
+from voicegate.gateway.session.outbound import Playback, Sender
 from voicegate.gateway.session.settings import CallServices, SessionSettings
 from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
@@ -90,7 +88,7 @@ class CallSession:
         self._services = services
         self._settings = settings
         self._gate = gate
-        # Records not yet published to the peer; _release() sends them (browser.md §5).
+        # Records not yet published to the peer; playback sends them (browser.md §5).
         self._unpublished: deque[Record] = deque()
         limits = settings.limits
         observers = () if services.observer is None else (services.observer(),)
@@ -99,6 +97,7 @@ class CallSession:
             max_records=limits.timeline_max_records,
             max_chars=limits.timeline_max_chars,
         )
+        self._sender = Sender(codec, transport, self._unpublished)
         self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
         self._engine_open = False
         self._leased = ""
@@ -107,7 +106,7 @@ class CallSession:
         self._call_id = ""
         self._media: CallMedia | None = None
         self._stt: SpeechToTextStream | None = None
-        self._playout: Playout | None = None
+        self._playback: Playback | None = None
         self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._turn: asyncio.Task[None] | None = None
@@ -184,7 +183,8 @@ class CallSession:
                 self._clock.emit("dtmf", digit=digit)
                 await self._apply(bargein.Dtmf(self._clock.now_ms, digit))
             case MarkReached(name=name):
-                await self._on_mark(name)
+                assert self._playback is not None
+                await self._playback.mark_reached(name)
             case ProtocolReply(messages=messages):
                 for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
                     await self._transport.send(message)
@@ -213,7 +213,7 @@ class CallSession:
             min_bytes=self._codec.capabilities.outbound_frames.min_bytes,
             bytes_per_ms=bytes_per_ms,
         )
-        self._playout = Playout(
+        playout = Playout(
             bytes_per_ms=bytes_per_ms,
             frame_ms=self._settings.frame_ms,
             send_ahead_ms=send_ahead_ms,
@@ -228,7 +228,16 @@ class CallSession:
             report=self.timeline.emit,
             on_resume=self._on_caller_resumed,
         )
-        await self._send(AcceptCall())
+        self._playback = Playback(
+            clock=self._clock,
+            sender=self._sender,
+            playout=playout,
+            tracker=self._turns,
+            apply=self._apply,
+            report_heard=self._report_heard,
+            on_drained=self._end_when_heard,
+        )
+        await self._sender.send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
         )
@@ -250,7 +259,7 @@ class CallSession:
         """Turn the call away at its start: the hang-up (the browser's `stop`), the close."""
         self.timeline.emit(0, "call_refused", code=refusal.code, reason=refusal.reason)
         with contextlib.suppress(LocalProtocolError):
-            await self._send(Hangup(refusal.reason))
+            await self._sender.send(Hangup(refusal.reason))
         await self._transport.close(refusal.code, refusal.reason)
 
     async def _lease(self, started: CallStarted) -> Refusal | None:
@@ -316,14 +325,6 @@ class CallSession:
                 self._speculate(self._turns)
         await self._apply(bargein.Transcript(self._clock.now_ms, result.text, result.final))
 
-    async def _on_mark(self, name: str, **estimated: bool) -> None:
-        assert self._playout is not None
-        heard, news = self._playout.mark_reached(name, self._clock.now_ms)
-        self._clock.emit("mark_played", name=name, **estimated)
-        if heard is not None:
-            await self._report_heard(heard)
-        await self._on_playout_news(news)
-
     # --- barge-in actions ---------------------------------------------------------------------
 
     async def _apply(self, event: bargein.Event) -> None:
@@ -332,7 +333,7 @@ class CallSession:
             await self._execute(action)
 
     async def _execute(self, action: bargein.Action) -> None:
-        assert self._playout is not None
+        assert self._playback is not None
         match action:
             case bargein.StartTurn(text=text, dtmf=dtmf):
                 if await self._adopt_speculation(text, dtmf):
@@ -342,24 +343,12 @@ class CallSession:
             case bargein.CancelTurn():
                 await self._interrupt(action)
             case bargein.PausePlayout(flush=flush):
-                await self._pause(flush)
+                await self._playback.pause(flush)
             case bargein.ResumePlayout():
-                self._playout.resume()
-                self._clock.emit("playout_resumed")
-
-    async def _pause(self, flush: bool) -> None:
-        """Stop the bot at the caller: clear the provider too when the policy says so."""
-        assert self._playout is not None
-        if not flush:
-            self._playout.pause()
-        else:
-            await self._send_all(self._playout.cut(self._clock.now_ms))
-            if self._turns is not None:
-                self._turns.flushed(self._clock.now_ms)
-        self._clock.emit("playout_paused", flushed=flush)
+                self._playback.resume()
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
-        assert self._playout is not None
+        assert self._playback is not None
         self._clock.emit(
             "interruption",
             reason=cancel.reason,
@@ -371,13 +360,7 @@ class CallSession:
         if turn is not None and not turn.done():
             turn.cancel()
             self._clock.emit("turn_cancelled", turn_id=turn_id)
-        dropped_ms = self._playout.unplayed_ms(self._clock.now_ms)  # never heard: issue 18
-        commands, heard = self._playout.flush(cancel.epoch, self._clock.now_ms)
-        if self._turns is not None:
-            self._turns.flushed(self._clock.now_ms)
-        await self._send_all(commands)
-        verb = self._codec.capabilities.flush_verb
-        self._clock.emit("flush_sent", verb=verb, dropped_ms=dropped_ms)
+        heard = await self._playback.flush(cancel.epoch)
         reported = {h.turn_id for h in heard}
         for settled in heard:
             await self._report_heard(settled)
@@ -451,12 +434,12 @@ class CallSession:
 
     async def _release_held(self, speculation: Speculation) -> None:
         """Play what the confirmed turn held, in order, as if it had just been produced."""
-        assert self._playout is not None
+        assert self._playback is not None
         failed = None
         for event, segment in speculation.held:
             self._clock.emit(**event_fields(event))
             if segment is not None:
-                self._playout.enqueue(segment)
+                self._playback.enqueue(segment)
             elif isinstance(event, TurnEnded) and event.reason == "error":
                 failed = event
         speculation.held.clear()
@@ -554,8 +537,8 @@ class CallSession:
                 self._clock.emit(**event_fields(event))
 
     async def _finish_turn(self, turn_id: str) -> None:
-        assert self._playout is not None
-        heard = self._playout.ledger.close_turn(turn_id)
+        assert self._playback is not None
+        heard = self._playback.close_turn(turn_id)
         if heard is not None:
             await self._report_heard(heard)
         await self._apply(bargein.TurnEnded(self._clock.now_ms))
@@ -572,8 +555,8 @@ class CallSession:
         ending = self._ending
         if ending is None or not self._ending_turn_over:
             return
-        assert self._playout is not None
-        if not self._playout.idle:
+        assert self._playback is not None
+        if not self._playback.idle:
             return  # a later mark (or flush) calls again
         self._ending = None
         await self._end_call(ending.transfer_to)
@@ -601,8 +584,8 @@ class CallSession:
         return QueuedSegment(epoch, say.turn_id, say.text, payload)
 
     def _enqueue(self, segment: QueuedSegment) -> None:
-        assert self._playout is not None
-        self._playout.enqueue(segment)
+        assert self._playback is not None
+        self._playback.enqueue(segment)
 
     async def _report_heard(self, heard: TurnHeard) -> None:
         # Without playback acknowledgements what was heard is the playout clock's estimate.
@@ -621,47 +604,8 @@ class CallSession:
     # --- outbound -----------------------------------------------------------------------------
 
     async def _release(self) -> None:
-        assert self._playout is not None
-        # A provider without acknowledgements: marks fall due on the playout clock.
-        for name in self._playout.due_marks(self._clock.now_ms):
-            await self._on_mark(name, estimated=True)
-        commands, news = self._playout.release(self._clock.now_ms)
-        # Most frames have nothing to send or report: skip the awaits (bench/media_cost.py).
-        if commands:
-            if self._turns is not None:  # the echo gate's reference: what the caller will hear
-                for played in (c.payload for c in commands if isinstance(c, PlayAudio)):
-                    self._turns.played(played, self._clock.now_ms)
-            await self._send_all(commands)
-        if news.started or news.drained:
-            await self._on_playout_news(news)
-        if self._unpublished:
-            await self._publish_timeline()
-
-    async def _publish_timeline(self) -> None:
-        """Tell the peer what happened since the last release (the browser page draws it).
-
-        Runs in the send path, so no task is needed: every inbound frame releases, so records
-        reach the peer within a frame. Only called once the call is accepted (AcceptCall sent).
-        """
-        while self._unpublished:
-            await self._send(PublishEvent(self._unpublished.popleft()))
-
-    async def _on_playout_news(self, news: PlayoutNews) -> None:
-        if news.started:
-            self._clock.emit("bot_speaking", interruptible=news.interruptible)
-            await self._apply(bargein.PlayoutStarted(self._clock.now_ms, news.interruptible))
-        if news.drained:
-            self._clock.emit("bot_quiet")
-            await self._apply(bargein.PlayoutDrained(self._clock.now_ms))
-            await self._end_when_heard()
-
-    async def _send_all(self, commands: list[Command]) -> None:
-        for command in commands:
-            await self._send(command)
-
-    async def _send(self, command: Command) -> None:
-        for message in self._codec.send(command):
-            await self._transport.send(message)
+        assert self._playback is not None
+        await self._playback.release()
 
     async def _shutdown(self) -> None:
         """Stop the turn and the recogniser so the task group can finish."""
@@ -672,7 +616,7 @@ class CallSession:
             await self._stt.aclose()
         if self._call_id:
             with contextlib.suppress(LocalProtocolError):
-                await self._send(Hangup("call over"))
+                await self._sender.send(Hangup("call over"))
 
 
 class SessionRunner:
