@@ -47,6 +47,7 @@ from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
 from voicegate.gateway.session.clock import CallClock
+from voicegate.gateway.session.heard import HeardReporter
 from voicegate.gateway.session.outbound import Playback, Sender
 from voicegate.gateway.session.settings import CallServices, SessionSettings
 from voicegate.gateway.speculation import Speculation, same_words
@@ -107,6 +108,7 @@ class CallSession:
         self._media: CallMedia | None = None
         self._stt: SpeechToTextStream | None = None
         self._playback: Playback | None = None
+        self._heard: HeardReporter | None = None
         self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._turn: asyncio.Task[None] | None = None
@@ -228,13 +230,16 @@ class CallSession:
             report=self.timeline.emit,
             on_resume=self._on_caller_resumed,
         )
+        self._heard = HeardReporter(
+            self._clock, self._services.engine, self._gate.call_id, self._codec
+        )
         self._playback = Playback(
             clock=self._clock,
             sender=self._sender,
             playout=playout,
             tracker=self._turns,
             apply=self._apply,
-            report_heard=self._report_heard,
+            report_heard=self._heard.report,
             on_drained=self._end_when_heard,
         )
         await self._sender.send(AcceptCall())
@@ -349,6 +354,7 @@ class CallSession:
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         assert self._playback is not None
+        assert self._heard is not None
         self._clock.emit(
             "interruption",
             reason=cancel.reason,
@@ -363,9 +369,9 @@ class CallSession:
         heard = await self._playback.flush(cancel.epoch)
         reported = {h.turn_id for h in heard}
         for settled in heard:
-            await self._report_heard(settled)
+            await self._heard.report(settled)
         if turn_id and turn_id not in reported:
-            await self._report_heard(TurnHeard(turn_id, "", interrupted=True))
+            await self._heard.report(TurnHeard(turn_id, "", interrupted=True))
 
     # --- turns --------------------------------------------------------------------------------
 
@@ -538,9 +544,10 @@ class CallSession:
 
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playback is not None
+        assert self._heard is not None
         heard = self._playback.close_turn(turn_id)
         if heard is not None:
-            await self._report_heard(heard)
+            await self._heard.report(heard)
         await self._apply(bargein.TurnEnded(self._clock.now_ms))
         if self._ending is not None and self._ending.turn_id == turn_id:
             self._ending_turn_over = True
@@ -586,20 +593,6 @@ class CallSession:
     def _enqueue(self, segment: QueuedSegment) -> None:
         assert self._playback is not None
         self._playback.enqueue(segment)
-
-    async def _report_heard(self, heard: TurnHeard) -> None:
-        # Without playback acknowledgements what was heard is the playout clock's estimate.
-        estimated = {} if self._codec.capabilities.playback_acks else {"estimated": True}
-        self._clock.emit(
-            "heard",
-            turn_id=heard.turn_id,
-            text=heard.text,
-            interrupted=heard.interrupted,
-            **estimated,
-        )
-        await self._services.engine.heard(
-            self._gate.call_id, heard.turn_id, heard.text, heard.interrupted
-        )
 
     # --- outbound -----------------------------------------------------------------------------
 
