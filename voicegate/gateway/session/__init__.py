@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 
@@ -47,6 +48,7 @@ from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
 from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
 from voicegate.gateway.session.clock import CallClock
+from voicegate.gateway.session.ending import CallEnding
 from voicegate.gateway.session.heard import HeardReporter
 from voicegate.gateway.session.outbound import Playback, Sender
 from voicegate.gateway.session.settings import CallServices, SessionSettings
@@ -117,10 +119,7 @@ class CallSession:
         self._speculation: Speculation | None = None
         self._turn_id = ""
         self._turn_count = 0
-        self._started: CallStarted | None = None
-        # The engine ended the call: done once its turn is over and the caller heard it all.
-        self._ending: EndCall | None = None
-        self._ending_turn_over = False
+        self._ending: CallEnding | None = None
 
     @property
     def call_id(self) -> str:
@@ -203,7 +202,6 @@ class CallSession:
             await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
-        self._started = started
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         self._media = self._services.media.open(started.audio_format, wire)
@@ -230,6 +228,15 @@ class CallSession:
             report=self.timeline.emit,
             on_resume=self._on_caller_resumed,
         )
+        end_call = functools.partial(
+            hang_up,
+            codec=self._codec,
+            transport=self._transport,
+            emit=self._clock.emit,
+            control=self._services.call_control,
+            started=started,
+        )
+        self._ending = CallEnding(playout, end_call)
         self._heard = HeardReporter(
             self._clock, self._services.engine, self._gate.call_id, self._codec
         )
@@ -240,7 +247,7 @@ class CallSession:
             tracker=self._turns,
             apply=self._apply,
             report_heard=self._heard.report,
-            on_drained=self._end_when_heard,
+            on_drained=self._ending.when_heard,
         )
         await self._sender.send(AcceptCall())
         self.timeline.emit(
@@ -355,6 +362,7 @@ class CallSession:
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         assert self._playback is not None
         assert self._heard is not None
+        assert self._ending is not None
         self._clock.emit(
             "interruption",
             reason=cancel.reason,
@@ -362,7 +370,7 @@ class CallSession:
             epoch=cancel.epoch,
         )
         turn, turn_id = self._turn, self._turn_id
-        self._ending = None  # the caller cut into the goodbye: they have more to say
+        self._ending.drop()
         if turn is not None and not turn.done():
             turn.cancel()
             self._clock.emit("turn_cancelled", turn_id=turn_id)
@@ -527,7 +535,8 @@ class CallSession:
         if isinstance(event, Say):
             await self._speak(event, epoch)
         elif isinstance(event, EndCall):
-            self._ending, self._ending_turn_over = event, False
+            assert self._ending is not None
+            self._ending.asked(event)
         elif isinstance(event, TurnEnded) and event.reason == "error":
             await self._on_turn_failed(event, epoch)
 
@@ -545,38 +554,12 @@ class CallSession:
     async def _finish_turn(self, turn_id: str) -> None:
         assert self._playback is not None
         assert self._heard is not None
+        assert self._ending is not None
         heard = self._playback.close_turn(turn_id)
         if heard is not None:
             await self._heard.report(heard)
         await self._apply(bargein.TurnEnded(self._clock.now_ms))
-        if self._ending is not None and self._ending.turn_id == turn_id:
-            self._ending_turn_over = True
-            await self._end_when_heard()
-
-    async def _end_when_heard(self) -> None:
-        """End the call the engine ended, once the last utterance was heard (all marks back).
-
-        Rasa's Twilio Media Streams channel does the same: hang up after the last mark
-        (shared/spec/providers.md §b.1); hanging up earlier would cut the goodbye short.
-        """
-        ending = self._ending
-        if ending is None or not self._ending_turn_over:
-            return
-        assert self._playback is not None
-        if not self._playback.idle:
-            return  # a later mark (or flush) calls again
-        self._ending = None
-        await self._end_call(ending.transfer_to)
-
-    async def _end_call(self, transfer_to: str) -> None:
-        await hang_up(
-            transfer_to,
-            codec=self._codec,
-            transport=self._transport,
-            emit=lambda event, **fields: self._clock.emit(event, **fields),
-            control=self._services.call_control,
-            started=self._started,
-        )
+        await self._ending.turn_finished(turn_id)
 
     async def _speak(self, say: Say, epoch: int) -> None:
         """Synthesise one sentence and queue it for playout."""
