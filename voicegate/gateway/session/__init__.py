@@ -31,10 +31,7 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
-    EndCall,
-    Say,
     TurnEnded,
-    TurnEvent,
     UserInput,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
@@ -45,13 +42,14 @@ from voicegate.gateway.call_ending import hang_up
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
-from voicegate.gateway.relay_session import RelaySession, event_fields, input_fields
+from voicegate.gateway.playout import Playout, provider_pace
+from voicegate.gateway.relay_session import RelaySession, event_fields
 from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.ending import CallEnding
 from voicegate.gateway.session.heard import HeardReporter
-from voicegate.gateway.session.outbound import Playback, Sender
+from voicegate.gateway.session.outbound import Playback, Sender, Speaker
 from voicegate.gateway.session.settings import CallServices, SessionSettings
+from voicegate.gateway.session.turn_runner import TurnRunner
 from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
@@ -113,12 +111,8 @@ class CallSession:
         self._heard: HeardReporter | None = None
         self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
-        self._turn: asyncio.Task[None] | None = None
-        # The latest turn task of either kind: the next one waits for it (turns never overlap).
-        self._last_task: asyncio.Task[None] | None = None
+        self._runner: TurnRunner | None = None
         self._speculation: Speculation | None = None
-        self._turn_id = ""
-        self._turn_count = 0
         self._ending: CallEnding | None = None
 
     @property
@@ -238,9 +232,9 @@ class CallSession:
         )
         self._ending = CallEnding(playout, end_call)
         self._heard = HeardReporter(
-            self._clock, self._services.engine, self._gate.call_id, self._codec
+            self._clock, self._services.engine, self._gate.call_id, self._codec, playout.ledger
         )
-        self._playback = Playback(
+        playback = self._playback = Playback(
             clock=self._clock,
             sender=self._sender,
             playout=playout,
@@ -248,6 +242,19 @@ class CallSession:
             apply=self._apply,
             report_heard=self._heard.report,
             on_drained=self._ending.when_heard,
+        )
+        assert self._tasks is not None
+        self._runner = TurnRunner(
+            clock=self._clock,
+            engine=self._services.engine,
+            call_id=self._gate.call_id,
+            log_id=self._call_id,
+            settings=self._settings,
+            tasks=self._tasks,
+            speaker=Speaker(self._services.tts, self._media, playback),
+            heard=self._heard,
+            ending=self._ending,
+            apply=self._apply,
         )
         await self._sender.send(AcceptCall())
         self.timeline.emit(
@@ -363,17 +370,15 @@ class CallSession:
         assert self._playback is not None
         assert self._heard is not None
         assert self._ending is not None
+        assert self._runner is not None
         self._clock.emit(
             "interruption",
             reason=cancel.reason,
             onset_ms=cancel.onset_ms,
             epoch=cancel.epoch,
         )
-        turn, turn_id = self._turn, self._turn_id
-        self._ending.drop()
-        if turn is not None and not turn.done():
-            turn.cancel()
-            self._clock.emit("turn_cancelled", turn_id=turn_id)
+        self._ending.drop()  # the caller cut into the goodbye: they have more to say
+        turn_id = self._runner.interrupt()
         heard = await self._playback.flush(cancel.epoch)
         reported = {h.turn_id for h in heard}
         for settled in heard:
@@ -384,16 +389,8 @@ class CallSession:
     # --- turns --------------------------------------------------------------------------------
 
     def _start_turn(self, user: UserInput, speculation: Speculation | None = None) -> None:
-        assert self._tasks is not None
-        previous = self._last_task
-        self._turn_count += 1
-        epoch = self._state.epoch
-        task = self._tasks.create_task(self._run_turn(user, epoch, previous, speculation))
-        self._last_task = task
-        if speculation is None:
-            self._turn = task
-        else:
-            speculation.task = task
+        assert self._runner is not None
+        self._runner.start(user, self._state.epoch, speculation)
 
     # --- speculative turns (issue 14; gateway/speculation.py) ---------------------------------
 
@@ -432,23 +429,18 @@ class CallSession:
             return False
         self._speculation = None
         speculation.confirmed = True
-        self._turn = speculation.task
+        assert self._runner is not None
+        self._runner.adopt(speculation)
         self._clock.emit("speculation_confirmed", held=len(speculation.held))
         if speculation.turn_id:  # else it is confirmed as soon as the engine names it
-            self._turn_id = speculation.turn_id
-            await self._services.engine.confirm(self._gate.call_id, speculation.turn_id)
+            await self._runner.confirm(speculation.turn_id)
         await self._release_held(speculation)
         return True
-
-    async def _speculation_named(self, speculation: Speculation, turn_id: str) -> None:
-        speculation.turn_id = turn_id
-        if speculation.confirmed:
-            self._turn_id = turn_id
-            await self._services.engine.confirm(self._gate.call_id, turn_id)
 
     async def _release_held(self, speculation: Speculation) -> None:
         """Play what the confirmed turn held, in order, as if it had just been produced."""
         assert self._playback is not None
+        assert self._runner is not None
         failed = None
         for event, segment in speculation.held:
             self._clock.emit(**event_fields(event))
@@ -457,125 +449,11 @@ class CallSession:
             elif isinstance(event, TurnEnded) and event.reason == "error":
                 failed = event
         speculation.held.clear()
-        await self._release()
+        await self._playback.release()
         if failed is not None:
-            await self._on_turn_failed(failed, self._state.epoch)
+            await self._runner.failed(failed, self._state.epoch)
         if speculation.finished:
-            await self._finish_turn(speculation.turn_id)
-
-    async def _hold(self, event: TurnEvent, speculation: Speculation, epoch: int) -> bool:
-        """Hold an unconfirmed turn's event (speech synthesised now); False once confirmed."""
-        if speculation.confirmed:
-            return False
-        segment = None
-        if isinstance(event, Say):
-            segment = await self._segment(event, epoch)
-            if speculation.confirmed:  # confirmed while this was synthesised: play it now
-                self._clock.emit(**event_fields(event))
-                self._enqueue(segment)
-                await self._release()
-                return True
-        speculation.held.append((event, segment))
-        return True
-
-    # --- the turn task ------------------------------------------------------------------------
-
-    async def _run_turn(
-        self,
-        user: UserInput,
-        epoch: int,
-        previous: asyncio.Task[None] | None,
-        speculation: Speculation | None = None,
-    ) -> None:
-        if previous is not None:
-            # A cancelled turn may still be unwinding its tool; turns never overlap.
-            await asyncio.wait([previous])
-        stream = self._services.engine.turn(self._gate.call_id, user)
-        try:
-            async with stream:
-                # An engine on the dialogue plane names the turn once it has started there.
-                self._clock.emit("turn_started", turn_id=stream.turn_id, input=input_fields(user))
-                if speculation is None:
-                    self._turn_id = stream.turn_id
-                else:
-                    await self._speculation_named(speculation, stream.turn_id)
-                async for event in stream:
-                    if speculation is None or not await self._hold(event, speculation, epoch):
-                        await self._on_turn_event(event, epoch)
-        except asyncio.CancelledError:
-            self._record_undelivered(stream.undelivered())
-            raise
-        except SpeechError as error:
-            # The synthesiser failed: leaving the block closed the stream, which ended the
-            # turn; the caller hears an apology and the call goes on (issue 7).
-            log.warning("call %s turn %s: speech failed: %s", self._call_id, stream.turn_id, error)
-            self._record_undelivered(stream.undelivered())
-            self._clock.emit(
-                "speech_error",
-                turn_id=stream.turn_id,
-                engine="tts",
-                reason=str(error),
-            )
-            await self._apologise(stream.turn_id, epoch)
-        if speculation is not None and not speculation.confirmed:
-            speculation.finished = True  # finished once confirmed (_release_held)
-            return
-        await self._finish_turn(stream.turn_id)
-
-    async def _apologise(self, turn_id: str, epoch: int, text: str | None = None) -> None:
-        apology = Say(turn_id, self._settings.apology if text is None else text, "model")
-        self._clock.emit("say", turn_id=turn_id, text=apology.text, source="gateway")
-        try:
-            await self._speak(apology, epoch)
-        except SpeechError as error:
-            log.warning("call %s: the apology could not be spoken either: %s", self._call_id, error)
-
-    async def _on_turn_event(self, event: TurnEvent, epoch: int) -> None:
-        self._clock.emit(**event_fields(event))
-        if isinstance(event, Say):
-            await self._speak(event, epoch)
-        elif isinstance(event, EndCall):
-            assert self._ending is not None
-            self._ending.asked(event)
-        elif isinstance(event, TurnEnded) and event.reason == "error":
-            await self._on_turn_failed(event, epoch)
-
-    async def _on_turn_failed(self, ended: TurnEnded, epoch: int) -> None:
-        """Log the cause and say the configured response; the call goes on."""
-        log.warning("call %s turn %s failed: %s", self._call_id, ended.turn_id, ended.detail)
-        if self._settings.error_response:
-            await self._apologise(ended.turn_id, epoch, self._settings.error_response)
-
-    def _record_undelivered(self, events: tuple[TurnEvent, ...]) -> None:
-        for event in events:
-            if not isinstance(event, Say):
-                self._clock.emit(**event_fields(event))
-
-    async def _finish_turn(self, turn_id: str) -> None:
-        assert self._playback is not None
-        assert self._heard is not None
-        assert self._ending is not None
-        heard = self._playback.close_turn(turn_id)
-        if heard is not None:
-            await self._heard.report(heard)
-        await self._apply(bargein.TurnEnded(self._clock.now_ms))
-        await self._ending.turn_finished(turn_id)
-
-    async def _speak(self, say: Say, epoch: int) -> None:
-        """Synthesise one sentence and queue it for playout."""
-        self._enqueue(await self._segment(say, epoch))
-        await self._release()
-
-    async def _segment(self, say: Say, epoch: int) -> QueuedSegment:
-        """One sentence synthesised, in the provider's wire format."""
-        assert self._media is not None
-        chunks = [chunk async for chunk in self._services.tts.synthesize(say.text)]
-        payload = self._media.outbound(chunks, self._services.tts.sample_rate)
-        return QueuedSegment(epoch, say.turn_id, say.text, payload)
-
-    def _enqueue(self, segment: QueuedSegment) -> None:
-        assert self._playback is not None
-        self._playback.enqueue(segment)
+            await self._runner.finish(speculation.turn_id)
 
     # --- outbound -----------------------------------------------------------------------------
 
@@ -585,8 +463,8 @@ class CallSession:
 
     async def _shutdown(self) -> None:
         """Stop the turn and the recogniser so the task group can finish."""
-        if self._turn is not None and not self._turn.done():
-            self._turn.cancel()
+        if self._runner is not None:
+            self._runner.stop()
         self._drop_speculation("call over")
         if self._stt is not None:
             await self._stt.aclose()

@@ -12,18 +12,32 @@ from __future__ import annotations
 
 from voicegate.codecs import Codec
 from voicegate.engine.seam import DialogueEngine
-from voicegate.gateway.ledger import TurnHeard
+from voicegate.gateway.ledger import PlayoutLedger, TurnHeard
 from voicegate.gateway.session.clock import CallClock
 
 
 class HeardReporter:
     """Reports what the caller heard of a turn, keyed by the gateway's own call id."""
 
-    def __init__(self, clock: CallClock, engine: DialogueEngine, call_id: str, codec: Codec):
+    def __init__(
+        self,
+        clock: CallClock,
+        engine: DialogueEngine,
+        call_id: str,
+        codec: Codec,
+        ledger: PlayoutLedger,
+    ) -> None:
         self._clock = clock
         self._engine = engine
         self._call_id = call_id
         self._codec = codec
+        self._ledger = ledger
+
+    async def turn_closed(self, turn_id: str) -> None:
+        """A turn is over: report what it was heard saying, if all of it has been played."""
+        heard = self._ledger.close_turn(turn_id)
+        if heard is not None:
+            await self.report(heard)
 
     async def report(self, heard: TurnHeard) -> None:
         """Put what the caller heard on the timeline and tell the engine."""

@@ -1,14 +1,16 @@
-"""The outbound side of a call: codec commands to the peer, bot audio paced out, flushes.
+"""The outbound side of a call: codec commands to the peer, bot speech paced out, flushes.
 
 ``Sender`` is the only way anything reaches the peer: each command is encoded by the call's
 dialect and sent on its transport, and the timeline records not yet published follow the
-audio (the browser page draws them). ``Playback`` drives ``gateway/playout.py`` (pure) on the
-media clock: it sends the audio now due and feeds it to the echo gate as its reference,
-turns the provider's marks (or, without acknowledgements, the estimated ones) into what the
-caller heard, and pauses, cuts and flushes when the barge-in machine says so (design §5). It
-reports upward through three callbacks, never by importing the parts above it: what a turn
-was heard saying, the machine events ``PlayoutStarted``/``PlayoutDrained``, and the drain
-itself (an ended call hangs up once its goodbye was heard).
+audio (the browser page draws them). ``Speaker`` turns the engine's sentences into segments in
+the wire format (TTS, then the call's outbound transcoding) and queues them. ``Playback``
+drives ``gateway/playout.py`` (pure) on the media clock: it sends the audio now due and feeds
+it to the echo gate as its reference, turns the provider's marks (or, without
+acknowledgements, the estimated ones) into what the caller heard, and pauses, cuts and flushes
+when the barge-in machine says so (design §5). It reports upward through three callbacks,
+never by importing the parts above it: what a turn was heard saying, the machine events
+``PlayoutStarted``/``PlayoutDrained``, and the drain itself (an ended call hangs up once its
+goodbye was heard).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 
 from voicegate.codecs import Capabilities, Codec, Command, PlayAudio, PublishEvent
+from voicegate.engine.seam import Say
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
+from voicegate.gateway.media import CallMedia
 from voicegate.gateway.playout import Playout, PlayoutNews, QueuedSegment
 from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.timeline import Record
 from voicegate.gateway.transport import Transport
+from voicegate.speech.ports import TextToSpeech
 from voicegate.turns.tracker import TurnTracker
 
 #: Steps the call's barge-in machine with one event and runs its actions.
@@ -101,10 +106,6 @@ class Playback:
         """Queue one synthesised segment behind the others."""
         self._playout.enqueue(segment)
 
-    def close_turn(self, turn_id: str) -> TurnHeard | None:
-        """The turn's last segment is queued: what it was heard saying, once all was played."""
-        return self._playout.ledger.close_turn(turn_id)
-
     async def release(self) -> None:
         """Send the bot audio due at the current media time, and report what playout did."""
         # A provider without acknowledgements: marks fall due on the playout clock.
@@ -162,3 +163,27 @@ class Playback:
             self._clock.emit("bot_quiet")
             await self._apply(bargein.PlayoutDrained(self._clock.now_ms))
             await self._on_drained()
+
+
+class Speaker:
+    """The engine's sentences synthesised in the provider's wire format, queued for playout."""
+
+    def __init__(self, tts: TextToSpeech, media: CallMedia, playback: Playback) -> None:
+        self._tts = tts
+        self._media = media
+        self._playback = playback
+
+    async def segment(self, say: Say, epoch: int) -> QueuedSegment:
+        """One sentence synthesised, in the provider's wire format."""
+        chunks = [chunk async for chunk in self._tts.synthesize(say.text)]
+        payload = self._media.outbound(chunks, self._tts.sample_rate)
+        return QueuedSegment(epoch, say.turn_id, say.text, payload)
+
+    async def speak(self, say: Say, epoch: int) -> None:
+        """Synthesise one sentence and queue it for playout."""
+        await self.play(await self.segment(say, epoch))
+
+    async def play(self, segment: QueuedSegment) -> None:
+        """Queue a synthesised segment and release what is due."""
+        self._playback.enqueue(segment)
+        await self._playback.release()
