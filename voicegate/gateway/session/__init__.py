@@ -31,7 +31,6 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
-    TurnEnded,
     UserInput,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
@@ -43,14 +42,14 @@ from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, provider_pace
-from voicegate.gateway.relay_session import RelaySession, event_fields
+from voicegate.gateway.relay_session import RelaySession
 from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.ending import CallEnding
 from voicegate.gateway.session.heard import HeardReporter
 from voicegate.gateway.session.outbound import Playback, Sender, Speaker
 from voicegate.gateway.session.settings import CallServices, SessionSettings
+from voicegate.gateway.session.speculator import Speculator
 from voicegate.gateway.session.turn_runner import TurnRunner
-from voicegate.gateway.speculation import Speculation, same_words
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -112,7 +111,7 @@ class CallSession:
         self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._runner: TurnRunner | None = None
-        self._speculation: Speculation | None = None
+        self._speculator: Speculator | None = None
         self._ending: CallEnding | None = None
 
     @property
@@ -256,6 +255,7 @@ class CallSession:
             ending=self._ending,
             apply=self._apply,
         )
+        self._speculator = Speculator(self._clock, lambda: self._state, self._runner, playback)
         await self._sender.send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
@@ -341,7 +341,8 @@ class CallSession:
         if self._turns is not None:
             self._turns.transcript(result.text, result.at_ms)
             if not result.final:
-                self._speculate(self._turns)
+                assert self._speculator is not None
+                self._speculator.speculate(self._turns)
         await self._apply(bargein.Transcript(self._clock.now_ms, result.text, result.final))
 
     # --- barge-in actions ---------------------------------------------------------------------
@@ -355,7 +356,8 @@ class CallSession:
         assert self._playback is not None
         match action:
             case bargein.StartTurn(text=text, dtmf=dtmf):
-                if await self._adopt_speculation(text, dtmf):
+                assert self._speculator is not None
+                if await self._speculator.adopt(text, dtmf):
                     return
                 user: UserInput = DtmfInput(dtmf) if dtmf else TranscriptInput(text)
                 self._start_turn(user)
@@ -388,72 +390,14 @@ class CallSession:
 
     # --- turns --------------------------------------------------------------------------------
 
-    def _start_turn(self, user: UserInput, speculation: Speculation | None = None) -> None:
+    def _start_turn(self, user: UserInput) -> None:
         assert self._runner is not None
-        self._runner.start(user, self._state.epoch, speculation)
-
-    # --- speculative turns (issue 14; gateway/speculation.py) ---------------------------------
-
-    def _speculate(self, turns: TurnTracker) -> None:
-        """At a held pause whose words are in, start the turn they call for, held."""
-        if self._speculation is not None or self._state.turn_running:
-            return
-        if self._state.phase is not bargein.Phase.USER_SPEAKING:
-            return
-        text = turns.speculation_text()
-        if text is None:
-            return
-        self._speculation = Speculation(text)
-        self._clock.emit("speculation_started", text=text)
-        self._start_turn(TranscriptInput(text, speculative=True), self._speculation)
+        self._runner.start(user, self._state.epoch)
 
     def _on_caller_resumed(self) -> None:
         """The caller went on after the pause: the speculative turn is void."""
-        self._drop_speculation("caller went on")
-
-    def _drop_speculation(self, reason: str) -> None:
-        speculation, self._speculation = self._speculation, None
-        if speculation is None:
-            return
-        if speculation.task is not None:
-            speculation.task.cancel()  # the engine rewinds it: no trace (engine/loop/speculation)
-        self._clock.emit("speculation_cancelled", reason=reason)
-
-    async def _adopt_speculation(self, text: str, dtmf: str) -> bool:
-        """The turn ended: confirm the speculative turn if it guessed these words."""
-        speculation = self._speculation
-        if speculation is None:
-            return False
-        if dtmf or not same_words(speculation.text, text):
-            self._drop_speculation("the final transcript differs")
-            return False
-        self._speculation = None
-        speculation.confirmed = True
-        assert self._runner is not None
-        self._runner.adopt(speculation)
-        self._clock.emit("speculation_confirmed", held=len(speculation.held))
-        if speculation.turn_id:  # else it is confirmed as soon as the engine names it
-            await self._runner.confirm(speculation.turn_id)
-        await self._release_held(speculation)
-        return True
-
-    async def _release_held(self, speculation: Speculation) -> None:
-        """Play what the confirmed turn held, in order, as if it had just been produced."""
-        assert self._playback is not None
-        assert self._runner is not None
-        failed = None
-        for event, segment in speculation.held:
-            self._clock.emit(**event_fields(event))
-            if segment is not None:
-                self._playback.enqueue(segment)
-            elif isinstance(event, TurnEnded) and event.reason == "error":
-                failed = event
-        speculation.held.clear()
-        await self._playback.release()
-        if failed is not None:
-            await self._runner.failed(failed, self._state.epoch)
-        if speculation.finished:
-            await self._runner.finish(speculation.turn_id)
+        assert self._speculator is not None
+        self._speculator.drop("caller went on")
 
     # --- outbound -----------------------------------------------------------------------------
 
@@ -465,7 +409,8 @@ class CallSession:
         """Stop the turn and the recogniser so the task group can finish."""
         if self._runner is not None:
             self._runner.stop()
-        self._drop_speculation("call over")
+        if self._speculator is not None:
+            self._speculator.drop("call over")
         if self._stt is not None:
             await self._stt.aclose()
         if self._call_id:
