@@ -31,14 +31,10 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
-    UserInput,
 )
-from voicegate.engine.seam import Dtmf as DtmfInput
-from voicegate.engine.seam import Transcript as TranscriptInput
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
 from voicegate.gateway import bargein
 from voicegate.gateway.call_ending import hang_up
-from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
 from voicegate.gateway.playout import Playout, provider_pace
@@ -47,6 +43,7 @@ from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.ending import CallEnding
 from voicegate.gateway.session.heard import HeardReporter
 from voicegate.gateway.session.outbound import Playback, Sender, Speaker
+from voicegate.gateway.session.reactions import BargeInReactions
 from voicegate.gateway.session.settings import CallServices, SessionSettings
 from voicegate.gateway.session.speculator import Speculator
 from voicegate.gateway.session.turn_runner import TurnRunner
@@ -101,7 +98,7 @@ class CallSession:
         self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
         self._engine_open = False
         self._leased = ""
-        self._state = bargein.BargeInState()
+        self._reactions: BargeInReactions | None = None
         self._clock = CallClock(self.timeline)
         self._call_id = ""
         self._media: CallMedia | None = None
@@ -255,7 +252,16 @@ class CallSession:
             ending=self._ending,
             apply=self._apply,
         )
-        self._speculator = Speculator(self._clock, lambda: self._state, self._runner, playback)
+        self._speculator = Speculator(self._clock, self._machine, self._runner, playback)
+        self._reactions = BargeInReactions(
+            clock=self._clock,
+            policy=self._settings.barge_in,
+            playback=playback,
+            runner=self._runner,
+            speculator=self._speculator,
+            heard=self._heard,
+            ending=self._ending,
+        )
         await self._sender.send(AcceptCall())
         self.timeline.emit(
             0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
@@ -311,7 +317,7 @@ class CallSession:
             voices = await self._media.detect(frame)
             for voice in self._turns.push(frame, self._clock.now_ms, voices):
                 await self._on_voice(voice)
-            if bargein.needs_tick(self._state):
+            if bargein.needs_tick(self._machine()):
                 await self._apply(bargein.Tick(self._clock.now_ms))
             await self._release()
 
@@ -345,54 +351,15 @@ class CallSession:
                 self._speculator.speculate(self._turns)
         await self._apply(bargein.Transcript(self._clock.now_ms, result.text, result.final))
 
-    # --- barge-in actions ---------------------------------------------------------------------
+    # --- the barge-in machine, for the parts made before it -------------------------------
 
     async def _apply(self, event: bargein.Event) -> None:
-        self._state, actions = bargein.step(self._state, event, self._settings.barge_in)
-        for action in actions:
-            await self._execute(action)
+        assert self._reactions is not None
+        await self._reactions.apply(event)
 
-    async def _execute(self, action: bargein.Action) -> None:
-        assert self._playback is not None
-        match action:
-            case bargein.StartTurn(text=text, dtmf=dtmf):
-                assert self._speculator is not None
-                if await self._speculator.adopt(text, dtmf):
-                    return
-                user: UserInput = DtmfInput(dtmf) if dtmf else TranscriptInput(text)
-                self._start_turn(user)
-            case bargein.CancelTurn():
-                await self._interrupt(action)
-            case bargein.PausePlayout(flush=flush):
-                await self._playback.pause(flush)
-            case bargein.ResumePlayout():
-                self._playback.resume()
-
-    async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
-        assert self._playback is not None
-        assert self._heard is not None
-        assert self._ending is not None
-        assert self._runner is not None
-        self._clock.emit(
-            "interruption",
-            reason=cancel.reason,
-            onset_ms=cancel.onset_ms,
-            epoch=cancel.epoch,
-        )
-        self._ending.drop()  # the caller cut into the goodbye: they have more to say
-        turn_id = self._runner.interrupt()
-        heard = await self._playback.flush(cancel.epoch)
-        reported = {h.turn_id for h in heard}
-        for settled in heard:
-            await self._heard.report(settled)
-        if turn_id and turn_id not in reported:
-            await self._heard.report(TurnHeard(turn_id, "", interrupted=True))
-
-    # --- turns --------------------------------------------------------------------------------
-
-    def _start_turn(self, user: UserInput) -> None:
-        assert self._runner is not None
-        self._runner.start(user, self._state.epoch)
+    def _machine(self) -> bargein.BargeInState:
+        assert self._reactions is not None
+        return self._reactions.state
 
     def _on_caller_resumed(self) -> None:
         """The caller went on after the pause: the speculative turn is void."""
