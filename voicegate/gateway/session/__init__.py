@@ -32,7 +32,7 @@ from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.engine.seam import (
     CallInfo,
 )
-from voicegate.errors import LocalProtocolError, RemoteProtocolError, SpeechError, StoreError
+from voicegate.errors import LocalProtocolError, RemoteProtocolError, StoreError
 from voicegate.gateway import bargein
 from voicegate.gateway.call_ending import hang_up
 from voicegate.gateway.media import CallMedia
@@ -42,6 +42,7 @@ from voicegate.gateway.relay_session import RelaySession
 from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.ending import CallEnding
 from voicegate.gateway.session.heard import HeardReporter
+from voicegate.gateway.session.inbound import InboundAudio, TranscriptReader
 from voicegate.gateway.session.outbound import Playback, Sender, Speaker
 from voicegate.gateway.session.reactions import BargeInReactions
 from voicegate.gateway.session.settings import CallServices, SessionSettings
@@ -57,8 +58,8 @@ from voicegate.gateway.transport import (
     close_code_for,
 )
 from voicegate.gateway.watchdog import Watchdog
-from voicegate.speech.ports import SpeechToTextStream, TranscriptResult
-from voicegate.turns.tracker import TurnTracker, VoiceLike
+from voicegate.speech.ports import SpeechToTextStream
+from voicegate.turns.tracker import TurnTracker
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ class CallSession:
         self._engine_open = False
         self._leased = ""
         self._reactions: BargeInReactions | None = None
+        self._inbound: InboundAudio | None = None
         self._clock = CallClock(self.timeline)
         self._call_id = ""
         self._media: CallMedia | None = None
@@ -169,7 +171,8 @@ class CallSession:
                 watchdog.media()
                 duration_ms = len(payload) * 1000 / audio_format.bytes_for_ms(1000)
                 if self._pacer.admit(duration_ms):
-                    await self._on_audio(payload)
+                    assert self._inbound is not None
+                    await self._inbound.audio(payload)
             case DtmfReceived(digit=digit):
                 self._clock.emit("dtmf", digit=digit)
                 await self._apply(bargein.Dtmf(self._clock.now_ms, digit))
@@ -253,7 +256,7 @@ class CallSession:
             apply=self._apply,
         )
         self._speculator = Speculator(self._clock, self._machine, self._runner, playback)
-        self._reactions = BargeInReactions(
+        reactions = self._reactions = BargeInReactions(
             clock=self._clock,
             policy=self._settings.barge_in,
             playback=playback,
@@ -261,6 +264,23 @@ class CallSession:
             speculator=self._speculator,
             heard=self._heard,
             ending=self._ending,
+        )
+        self._inbound = InboundAudio(
+            clock=self._clock,
+            frame_ms=self._settings.frame_ms,
+            media=self._media,
+            stt=self._stt,
+            tracker=self._turns,
+            reactions=reactions,
+            playback=playback,
+        )
+        transcripts = TranscriptReader(
+            clock=self._clock,
+            log_id=self._call_id,
+            stt=self._stt,
+            tracker=self._turns,
+            speculator=self._speculator,
+            reactions=reactions,
         )
         await self._sender.send(AcceptCall())
         self.timeline.emit(
@@ -277,7 +297,7 @@ class CallSession:
             return False
         self._engine_open = True
         assert self._tasks is not None
-        self._tasks.create_task(self._read_transcripts(self._stt))
+        self._tasks.create_task(transcripts.run())
         return True
 
     async def _refuse(self, refusal: Refusal) -> None:
@@ -306,50 +326,6 @@ class CallSession:
                 dropped_ms=round(self._pacer.dropped_ms),
                 messages=self._pacer.dropped_messages,
             )
-
-    async def _on_audio(self, payload: bytes) -> None:
-        assert self._media is not None
-        assert self._stt is not None
-        assert self._turns is not None
-        for frame in self._media.inbound(payload):
-            self._clock.now_ms += self._settings.frame_ms
-            self._stt.push(frame, self._clock.now_ms)
-            voices = await self._media.detect(frame)
-            for voice in self._turns.push(frame, self._clock.now_ms, voices):
-                await self._on_voice(voice)
-            if bargein.needs_tick(self._machine()):
-                await self._apply(bargein.Tick(self._clock.now_ms))
-            await self._release()
-
-    async def _on_voice(self, voice: VoiceLike) -> None:
-        assert self._stt is not None
-        if voice.started:
-            self._clock.emit("speech_started", onset_ms=voice.at_ms)
-            self._stt.speech_started(voice.at_ms)
-            await self._apply(bargein.SpeechStarted(self._clock.now_ms, voice.at_ms))
-        else:
-            self._clock.emit("speech_ended", end_ms=voice.at_ms)
-            self._stt.speech_ended(voice.at_ms)
-            await self._apply(bargein.SpeechEnded(self._clock.now_ms, voice.at_ms))
-
-    async def _read_transcripts(self, stt: SpeechToTextStream) -> None:
-        try:
-            async for result in stt.results():
-                await self._on_transcript(result)
-        except SpeechError as error:
-            # A failed recogniser must not end the call: keypad input still works, and the
-            # reason is logged and on the timeline (issue 7).
-            log.warning("call %s: speech recognition failed: %s", self._call_id, error)
-            self._clock.emit("speech_error", engine="stt", reason=str(error))
-
-    async def _on_transcript(self, result: TranscriptResult) -> None:
-        self._clock.emit("transcript", text=result.text, final=result.final)
-        if self._turns is not None:
-            self._turns.transcript(result.text, result.at_ms)
-            if not result.final:
-                assert self._speculator is not None
-                self._speculator.speculate(self._turns)
-        await self._apply(bargein.Transcript(self._clock.now_ms, result.text, result.final))
 
     # --- the barge-in machine, for the parts made before it -------------------------------
 
