@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections import deque
 
@@ -29,25 +28,15 @@ from voicegate.codecs import (
 )
 from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
-from voicegate.engine.seam import (
-    CallInfo,
-)
+from voicegate.engine.seam import CallInfo
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, StoreError
 from voicegate.gateway import bargein
-from voicegate.gateway.call_ending import hang_up
-from voicegate.gateway.media import CallMedia
 from voicegate.gateway.pacing import InboundPacer
-from voicegate.gateway.playout import Playout, provider_pace
 from voicegate.gateway.relay_session import RelaySession
 from voicegate.gateway.session.clock import CallClock
-from voicegate.gateway.session.ending import CallEnding
-from voicegate.gateway.session.heard import HeardReporter
-from voicegate.gateway.session.inbound import InboundAudio, TranscriptReader
-from voicegate.gateway.session.outbound import Playback, Sender, Speaker
-from voicegate.gateway.session.reactions import BargeInReactions
+from voicegate.gateway.session.outbound import Sender
 from voicegate.gateway.session.settings import CallServices, SessionSettings
-from voicegate.gateway.session.speculator import Speculator
-from voicegate.gateway.session.turn_runner import TurnRunner
+from voicegate.gateway.session.wiring import CallParts
 from voicegate.gateway.timeline import Record, Timeline
 from voicegate.gateway.transport import (
     CLOSE_NORMAL,
@@ -59,7 +48,6 @@ from voicegate.gateway.transport import (
 )
 from voicegate.gateway.watchdog import Watchdog
 from voicegate.speech.ports import SpeechToTextStream
-from voicegate.turns.tracker import TurnTracker
 
 log = logging.getLogger(__name__)
 
@@ -99,19 +87,12 @@ class CallSession:
         self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
         self._engine_open = False
         self._leased = ""
-        self._reactions: BargeInReactions | None = None
-        self._inbound: InboundAudio | None = None
         self._clock = CallClock(self.timeline)
         self._call_id = ""
-        self._media: CallMedia | None = None
-        self._stt: SpeechToTextStream | None = None
-        self._playback: Playback | None = None
-        self._heard: HeardReporter | None = None
-        self._turns: TurnTracker | None = None
         self._tasks: asyncio.TaskGroup | None = None
-        self._runner: TurnRunner | None = None
-        self._speculator: Speculator | None = None
-        self._ending: CallEnding | None = None
+        self._stt: SpeechToTextStream | None = None
+        # Made once the call is admitted (its start message gives the formats).
+        self._parts: CallParts | None = None
 
     @property
     def call_id(self) -> str:
@@ -171,14 +152,15 @@ class CallSession:
                 watchdog.media()
                 duration_ms = len(payload) * 1000 / audio_format.bytes_for_ms(1000)
                 if self._pacer.admit(duration_ms):
-                    assert self._inbound is not None
-                    await self._inbound.audio(payload)
+                    assert self._parts is not None
+                    await self._parts.inbound.audio(payload)
             case DtmfReceived(digit=digit):
                 self._clock.emit("dtmf", digit=digit)
-                await self._apply(bargein.Dtmf(self._clock.now_ms, digit))
+                assert self._parts is not None
+                await self._parts.reactions.apply(bargein.Dtmf(self._clock.now_ms, digit))
             case MarkReached(name=name):
-                assert self._playback is not None
-                await self._playback.mark_reached(name)
+                assert self._parts is not None
+                await self._parts.playback.mark_reached(name)
             case ProtocolReply(messages=messages):
                 for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
                     await self._transport.send(message)
@@ -197,90 +179,22 @@ class CallSession:
         self._call_id = started.call_id or started.stream_id
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
-        self._media = self._services.media.open(started.audio_format, wire)
-        bytes_per_ms = wire.bytes_for_ms(1000) // 1000
-        chunk_ms, send_ahead_ms = provider_pace(
-            self._settings.chunk_ms,
-            self._settings.send_ahead_ms,
-            frame_ms=self._settings.frame_ms,
-            min_bytes=self._codec.capabilities.outbound_frames.min_bytes,
-            bytes_per_ms=bytes_per_ms,
-        )
-        playout = Playout(
-            bytes_per_ms=bytes_per_ms,
-            frame_ms=self._settings.frame_ms,
-            send_ahead_ms=send_ahead_ms,
-            chunk_ms=chunk_ms,
-            estimate_acks=not self._codec.capabilities.playback_acks,
-        )
-        self._stt = self._services.stt.open(self._media.sample_rate)
-        self._turns = self._services.turns.open(
-            self._media.sample_rate,
-            wire,
-            on_pause=self._stt.speech_paused,
-            report=self.timeline.emit,
-            on_resume=self._on_caller_resumed,
-        )
-        end_call = functools.partial(
-            hang_up,
+        media = self._services.media.open(started.audio_format, wire)
+        self._stt = self._services.stt.open(media.sample_rate)
+        assert self._tasks is not None
+        self._parts = CallParts(
+            started=started,
             codec=self._codec,
             transport=self._transport,
-            emit=self._clock.emit,
-            control=self._services.call_control,
-            started=started,
-        )
-        self._ending = CallEnding(playout, end_call)
-        self._heard = HeardReporter(
-            self._clock, self._services.engine, self._gate.call_id, self._codec, playout.ledger
-        )
-        playback = self._playback = Playback(
+            services=self._services,
+            settings=self._settings,
+            call_id=self._gate.call_id,
+            provider_id=self._call_id,
             clock=self._clock,
             sender=self._sender,
-            playout=playout,
-            tracker=self._turns,
-            apply=self._apply,
-            report_heard=self._heard.report,
-            on_drained=self._ending.when_heard,
-        )
-        assert self._tasks is not None
-        self._runner = TurnRunner(
-            clock=self._clock,
-            engine=self._services.engine,
-            call_id=self._gate.call_id,
-            log_id=self._call_id,
-            settings=self._settings,
             tasks=self._tasks,
-            speaker=Speaker(self._services.tts, self._media, playback),
-            heard=self._heard,
-            ending=self._ending,
-            apply=self._apply,
-        )
-        self._speculator = Speculator(self._clock, self._machine, self._runner, playback)
-        reactions = self._reactions = BargeInReactions(
-            clock=self._clock,
-            policy=self._settings.barge_in,
-            playback=playback,
-            runner=self._runner,
-            speculator=self._speculator,
-            heard=self._heard,
-            ending=self._ending,
-        )
-        self._inbound = InboundAudio(
-            clock=self._clock,
-            frame_ms=self._settings.frame_ms,
-            media=self._media,
+            media=media,
             stt=self._stt,
-            tracker=self._turns,
-            reactions=reactions,
-            playback=playback,
-        )
-        transcripts = TranscriptReader(
-            clock=self._clock,
-            log_id=self._call_id,
-            stt=self._stt,
-            tracker=self._turns,
-            speculator=self._speculator,
-            reactions=reactions,
         )
         await self._sender.send(AcceptCall())
         self.timeline.emit(
@@ -297,7 +211,7 @@ class CallSession:
             return False
         self._engine_open = True
         assert self._tasks is not None
-        self._tasks.create_task(transcripts.run())
+        self._tasks.create_task(self._parts.transcripts.run())
         return True
 
     async def _refuse(self, refusal: Refusal) -> None:
@@ -327,33 +241,10 @@ class CallSession:
                 messages=self._pacer.dropped_messages,
             )
 
-    # --- the barge-in machine, for the parts made before it -------------------------------
-
-    async def _apply(self, event: bargein.Event) -> None:
-        assert self._reactions is not None
-        await self._reactions.apply(event)
-
-    def _machine(self) -> bargein.BargeInState:
-        assert self._reactions is not None
-        return self._reactions.state
-
-    def _on_caller_resumed(self) -> None:
-        """The caller went on after the pause: the speculative turn is void."""
-        assert self._speculator is not None
-        self._speculator.drop("caller went on")
-
-    # --- outbound -----------------------------------------------------------------------------
-
-    async def _release(self) -> None:
-        assert self._playback is not None
-        await self._playback.release()
-
     async def _shutdown(self) -> None:
         """Stop the turn and the recogniser so the task group can finish."""
-        if self._runner is not None:
-            self._runner.stop()
-        if self._speculator is not None:
-            self._speculator.drop("call over")
+        if self._parts is not None:
+            self._parts.stop()
         if self._stt is not None:
             await self._stt.aclose()
         if self._call_id:
