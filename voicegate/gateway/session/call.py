@@ -114,7 +114,7 @@ class CallSession:
                 # call's engine session, whatever CallSid the peer sent (issue 15 #1).
                 await self._services.engine.close(self._gate.call_id)
 
-    # --- inbound ------------------------------------------------------------------------------
+    # --- the receive loop -----------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
         """Receive until the call ends; a peer's fault closes this call only, with a reason."""
@@ -174,12 +174,25 @@ class CallSession:
             await self._refuse(refusal)
             return False
         self._call_id = started.call_id or started.stream_id
+        parts = self._parts = self._open_parts(started)
+        await self._sender.send(AcceptCall())
+        self.timeline.emit(
+            0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
+        )
+        if not await self._open_engine(started):
+            return False
+        assert self._tasks is not None
+        self._tasks.create_task(parts.transcripts.run())
+        return True
+
+    def _open_parts(self, started: CallStarted) -> CallParts:
+        """The admitted call's media and recogniser (this session closes it), and its parts."""
         wire = self._codec.capabilities.outbound_format
         # Cheap (the VAD model is shared and loaded at startup): no thread hop needed.
         media = self._services.media.open(started.audio_format, wire)
         self._stt = self._services.stt.open(media.sample_rate)
         assert self._tasks is not None
-        self._parts = CallParts(
+        return CallParts(
             started=started,
             codec=self._codec,
             transport=self._transport,
@@ -193,10 +206,9 @@ class CallSession:
             media=media,
             stt=self._stt,
         )
-        await self._sender.send(AcceptCall())
-        self.timeline.emit(
-            0, "call_started", call_id=self._call_id, metadata=dict(started.metadata)
-        )
+
+    async def _open_engine(self, started: CallStarted) -> bool:
+        """Open the engine's session for the call; False (and refused) if its store failed."""
         info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
         try:
             await self._services.engine.open(info)
@@ -207,8 +219,6 @@ class CallSession:
             await self._refuse(Refusal(CLOSE_TRY_AGAIN_LATER, f"store unavailable: {error}"))
             return False
         self._engine_open = True
-        assert self._tasks is not None
-        self._tasks.create_task(self._parts.transcripts.run())
         return True
 
     async def _refuse(self, refusal: Refusal) -> None:
