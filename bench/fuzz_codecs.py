@@ -7,12 +7,13 @@ a value's type changed, a string corrupted (lone surrogates, control characters,
 numbers, deep nesting), bytes of the JSON text flipped, or a binary frame. Bounded by
 ``--count`` messages per codec. Prints one JSON object.
 
-    python bench/fuzz_codecs.py [--count 1000000] [--seed 1]
+    python bench/fuzz_codecs.py [--count 1000000] [--seed 1] [--only asterisk ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
 import sys
@@ -20,27 +21,55 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from voicegate.codecs import BrowserCodec, Codec, TwilioCodec  # noqa: E402
+from voicegate.codecs import (  # noqa: E402
+    AsteriskCodec,
+    BrowserCodec,
+    ExotelCodec,
+    FreeSwitchCodec,
+    GenesysCodec,
+    JambonzCodec,
+    PlivoCodec,
+    TelnyxCodec,
+    TwilioCodec,
+    VonageCodec,
+)
+from voicegate.codecs.conversationrelay import ConversationRelayCodec  # noqa: E402
 from voicegate.errors import VoicegateError  # noqa: E402
 
-CODECS: dict[str, Callable[[], Codec]] = {
+
+class Receiving(Protocol):
+    """What the fuzzer drives: a codec's inbound side (ConversationRelay is text-only)."""
+
+    def receive(self, message: str | bytes) -> Any: ...
+
+
+CODECS: dict[str, Callable[[], Receiving]] = {
     "twilio": TwilioCodec,
     "browser": lambda: BrowserCodec("fuzz-call"),
+    "telnyx": TelnyxCodec,
+    "plivo": PlivoCodec,
+    "vonage": lambda: VonageCodec(call_id="fuzz-call"),
+    "exotel": ExotelCodec,
+    "jambonz": lambda: JambonzCodec(call_id="fuzz-call"),
+    "genesys": GenesysCodec,
+    "freeswitch": lambda: FreeSwitchCodec("fuzz-call"),
+    "conversationrelay": ConversationRelayCodec,
+    "asterisk": lambda: AsteriskCodec("fuzz-call"),  # its JSON control format's sessions
 }
 ODD_STRINGS = ["", "\ud800", "a\udfffb", "\x00\x1b[2J", "é" * 50, "9" * 40, "CA" + "x" * 5000]
 ODD_VALUES: list[Any] = [None, True, 0, -1, 1.5, 10**40, [], {}, [[[[[]]]]], "null"]
 
 
-def seed_sessions(provider: str) -> list[list[str]]:
-    """Each transcript's inbound messages, as JSON text, in order."""
+def seed_sessions(provider: str) -> list[list[str | bytes]]:
+    """Each transcript's inbound frames (JSON text, verbatim text or binary), in order."""
     sessions = []
     for path in sorted((ROOT / "fixtures" / "wire" / provider).glob("*.jsonl")):
-        messages = []
+        messages: list[str | bytes] = []
         for line in path.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
@@ -48,6 +77,10 @@ def seed_sessions(provider: str) -> list[list[str]]:
             receive = step.get("receive") if isinstance(step, dict) else None
             if isinstance(receive, dict) and "json" in receive:
                 messages.append(json.dumps(receive["json"]))
+            elif isinstance(receive, dict) and "text" in receive:
+                messages.append(receive["text"])
+            elif isinstance(receive, dict) and "binary" in receive:
+                messages.append(base64.b64decode(receive["binary"]))
             elif isinstance(step, dict) and ("event" in step or "type" in step):
                 messages.append(line)
         if messages:
@@ -77,18 +110,40 @@ def mutate_value(value: Any, rng: random.Random, depth: int = 0) -> Any:
     return rng.choice(ODD_VALUES + ODD_STRINGS)
 
 
-def mutate(message: str, rng: random.Random) -> str | bytes:
+def mutate_binary(message: bytes, rng: random.Random) -> str | bytes:
+    """A mutated binary frame: cut, flipped, emptied, grown, or sent as text."""
+    roll = rng.random()
+    if roll < 0.3:
+        return message[: rng.randrange(len(message) + 1)]
+    if roll < 0.6 and message:
+        data = bytearray(message)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        return bytes(data)
+    if roll < 0.7:
+        return b""
+    if roll < 0.85:
+        return message * rng.randint(2, 40) + b"\x01"
+    return message.decode("latin-1")
+
+
+def mutate(message: str | bytes, rng: random.Random) -> str | bytes:
     """A mutated message: structure, text bytes, or frame type."""
+    if isinstance(message, bytes):
+        return mutate_binary(message, rng)
     roll = rng.random()
     if roll < 0.6:
-        return json.dumps(mutate_value(json.loads(message), rng))
-    if roll < 0.8:
+        try:
+            return json.dumps(mutate_value(json.loads(message), rng))
+        except (ValueError, RecursionError):  # a verbatim malformed seed: corrupt its text
+            roll = 0.7
+    if roll < 0.8 and message:
         chars = list(message)
         for _ in range(rng.randint(1, 4)):
             chars[rng.randrange(len(chars))] = chr(rng.choice([0, 34, 92, 123, 125, 0xD800, 0xE9]))
         return "".join(chars)
     if roll < 0.9:
-        return message.encode("utf-8")
+        return message.encode("utf-8", "surrogatepass")
     return "[" * 5000 + "]" * 5000
 
 
@@ -124,9 +179,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1_000_000, help="messages per codec")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", choices=sorted(CODECS), action="append", help="these codecs")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    report = {provider: fuzz(provider, args.count, rng) for provider in CODECS}
+    report = {provider: fuzz(provider, args.count, rng) for provider in args.only or CODECS}
     print(json.dumps(report, indent=2))
     return 1 if any(r["exceptions_outside_the_tree"] for r in report.values()) else 0
 

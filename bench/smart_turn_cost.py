@@ -28,6 +28,7 @@ work on the shared machine distorts it little; every figure is the median of ``-
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
@@ -102,7 +103,7 @@ class CountingModel:
         return future
 
 
-def one_turn(samples: Samples, eot: EndOfTurnSettings, model: CountingModel) -> float:
+async def one_turn(samples: Samples, eot: EndOfTurnSettings, model: CountingModel) -> float:
     """Push one caller turn through the VAD and a tracker; its length in seconds."""
     vad = replace(VadSettings(), stop_ms=eot.pause_ms)
     media = MediaFactory(sample_rate=16000, vad=vad).open(WIRE, WIRE)
@@ -116,7 +117,7 @@ def one_turn(samples: Samples, eot: EndOfTurnSettings, model: CountingModel) -> 
     for start in range(0, len(call) - frame + 1, frame):
         chunk = call[start : start + frame]
         now += 20
-        tracker.push(chunk, now, media.detect(chunk))
+        tracker.push(chunk, now, await media.detect(chunk))
     return now / 1000
 
 
@@ -130,7 +131,7 @@ def per_call(model: SmartTurnModel) -> dict[str, Any]:
     report = {}
     for name, eot in variants.items():
         counting = CountingModel(model)
-        seconds = sum(one_turn(rec.samples, eot, counting) for rec in recordings)
+        seconds = sum(asyncio.run(one_turn(rec.samples, eot, counting)) for rec in recordings)
         report[name] = {
             "turns": len(recordings),
             "call_seconds": round(seconds, 1),

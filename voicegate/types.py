@@ -35,5 +35,8 @@ class AudioFormat:
         return self.sample_rate * ms // 1000 * self.bytes_per_sample * self.channels
 
 
+#: One byte of silence in each encoding (G.711 μ-law's zero is 0xFF, A-law's 0xD5), for padding.
+SILENCE_BYTE = {AudioEncoding.PCMU: b"\xff", AudioEncoding.PCMA: b"\xd5", AudioEncoding.L16: b"\0"}
+
 #: Twilio Media Streams and most telephony: μ-law at 8 kHz, mono.
 TELEPHONE_ULAW = AudioFormat(AudioEncoding.PCMU, 8000)

@@ -11,11 +11,14 @@ import base64
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.calls.call_kit import ROOT, gateway_for, script_of
 from tests.calls.test_bargein_calls import BALANCE, CALL_SID, INTERRUPTION, cue, first, records
 from tests.server.test_call_control import fake_api
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.driver import drive
+from voicegate.callers.freeswitch import FreeSwitchCaller
 from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.twilio import TwilioCaller
@@ -117,18 +120,23 @@ async def test_a_barge_in_into_the_goodbye_keeps_the_call_going(tmp_path: Path) 
     assert first(timeline, "heard", turn_id="t2")["interrupted"] is False
 
 
+@pytest.mark.parametrize("dialect", ["jambonz", "freeswitch"])
 async def test_without_acknowledgements_the_playout_clock_says_when_to_hang_up(
-    tmp_path: Path,
+    tmp_path: Path, dialect: str
 ) -> None:
-    # Jambonz acknowledges no playback: the goodbye's marks fall due on the playout clock,
-    # and the gateway sends `disconnect` once they have.
+    # Jambonz and FreeSWITCH's mod_audio_fork acknowledge no playback: the goodbye's marks
+    # fall due on the playout clock, and the gateway sends `disconnect` once they have.
+    script = script_of(cue(BALANCE, at_ms=300), tail_ms=30_000)
+    caller = (
+        JambonzCaller(script, call_sid=JAMBONZ_SID)
+        if dialect == "jambonz"
+        else FreeSwitchCaller(script, uuid=JAMBONZ_SID)
+    )
     async with gateway_for(tmp_path, ["goodbye"], project=GOODBYE) as world:
-        caller = JambonzCaller(
-            script_of(cue(BALANCE, at_ms=300), tail_ms=30_000), call_sid=JAMBONZ_SID
-        )
-        url = world.url.removesuffix("/twilio") + "/jambonz"
+        url = world.url.removesuffix("/twilio") + "/" + dialect
         code = await drive(url, caller, speed=4.0, max_ms=60_000, subprotocols=caller.subprotocols)
         assert code == 1000
+    assert caller.disconnected_ms is not None  # the provider got the hang-up request
     timeline_of = world.runner.timeline(JAMBONZ_SID)
     assert timeline_of is not None
     timeline = list(timeline_of.records)
@@ -139,3 +147,25 @@ async def test_without_acknowledgements_the_playout_clock_says_when_to_hang_up(
     assert ending["t_ms"] >= marks[-1]["t_ms"]
     ended = first(timeline, "call_ended_by_agent")
     assert (ended["action"], ended["via"]) == ("hangup", DISCONNECT)
+
+
+async def test_a_transfer_over_freeswitch_asks_the_dialplan_to_transfer(tmp_path: Path) -> None:
+    # mod_audio_fork has no transfer of its own: voicegate sends the README's `transfer`
+    # message once the words were heard, and the dialplan's hook transfers the call.
+    async with gateway_for(
+        tmp_path, ["a person please"], project=GOODBYE, conversation="conversation_transfer.yml"
+    ) as world:
+        caller = FreeSwitchCaller(
+            script_of(cue(BALANCE, at_ms=300), tail_ms=30_000), uuid=JAMBONZ_SID
+        )
+        url = world.url.removesuffix("/twilio") + "/freeswitch"
+        code = await drive(url, caller, speed=4.0, max_ms=60_000, subprotocols=caller.subprotocols)
+        assert code == 1000
+    assert caller.transferred_to == "+15550100"
+    timeline_of = world.runner.timeline(JAMBONZ_SID)
+    assert timeline_of is not None
+    timeline = list(timeline_of.records)
+    ending = first(timeline, "call_ending")
+    assert (ending["action"], ending["transfer_to"]) == ("transfer", "+15550100")
+    marks = [r for r in timeline if r["event"] == "mark_played"]
+    assert ending["t_ms"] >= marks[-1]["t_ms"]

@@ -78,6 +78,9 @@ KNOWN_KEYS = [
     # Jambonz (providers.md §b.9)
     "sampleRate",
     "mixType",
+    # FreeSWITCH mod_audio_fork (providers.md §b.9)
+    "audioContent",
+    "callid",
     # Genesys AudioHook (providers.md §b.7)
     "seq",
     "serverseq",
@@ -85,6 +88,14 @@ KNOWN_KEYS = [
     "conversationId",
     "participant",
     "entities",
+    # Asterisk chan_websocket, JSON control format (providers.md §b.10)
+    "command",
+    "correlation_id",
+    "connection_id",
+    "channel_id",
+    "optimal_frame_size",
+    "ptime",
+    "channel_variables",
 ]
 Path = tuple[str | int, ...]
 

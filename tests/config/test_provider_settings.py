@@ -141,3 +141,45 @@ def test_genesys_settings_become_options_with_the_resolved_secrets() -> None:
     assert (genesys.api_key, genesys.client_secret) == ("k", "c2")
     with pytest.raises(ConfigError, match="needs api_key_env"):
         parse_settings("providers:\n  genesys:\n    client_secret_env: GC_SECRET\n")
+
+
+def test_freeswitch_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  freeswitch:\n    username: fs\n    password_env: FS_PW\n"
+        "    sample_rate: 16000\n    chunk_ms: 100\n"
+    )
+    assert settings.secret_env_names() == {"providers.freeswitch.password_env": "FS_PW"}
+    freeswitch = settings.gateway_options(
+        secrets={"providers.freeswitch.password_env": "pw"}
+    ).freeswitch
+    assert freeswitch is not None
+    assert (freeswitch.username, freeswitch.password) == ("fs", "pw")
+    assert (freeswitch.sample_rate, freeswitch.chunk_ms) == (16000, 100)
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  freeswitch:\n    password_env: FS_PW\n")
+    with pytest.raises(ConfigError, match="sample_rate must be one of"):
+        parse_settings("providers:\n  freeswitch:\n    sample_rate: 24000\n")
+    with pytest.raises(ConfigError, match="chunk_ms"):
+        parse_settings("providers:\n  freeswitch:\n    chunk_ms: 30\n")
+    assert (
+        parse_settings("providers:\n  freeswitch:\n    enabled: false\n")
+        .gateway_options()
+        .freeswitch
+        is None
+    )
+
+
+def test_asterisk_settings_become_options_with_the_resolved_password() -> None:
+    settings = parse_settings(
+        "providers:\n  asterisk:\n    username: asterisk\n    password_env: AST_PW\n"
+    )
+    assert settings.secret_env_names() == {"providers.asterisk.password_env": "AST_PW"}
+    asterisk = settings.gateway_options(secrets={"providers.asterisk.password_env": "pw"}).asterisk
+    assert asterisk is not None
+    assert (asterisk.username, asterisk.password) == ("asterisk", "pw")
+    with pytest.raises(ConfigError, match="go together"):
+        parse_settings("providers:\n  asterisk:\n    username: asterisk\n")
+    with pytest.raises(ConfigError, match="must name an environment variable"):
+        parse_settings("providers:\n  asterisk:\n    username: a\n    password_env: 'no pe'\n")
+    disabled = parse_settings("providers:\n  asterisk:\n    enabled: false\n")
+    assert disabled.gateway_options().asterisk is None

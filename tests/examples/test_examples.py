@@ -74,7 +74,7 @@ def test_the_production_twilio_configuration_loads_and_is_locked_down() -> None:
     assert options.twilio is not None
     assert options.twilio.auth_token == "secret-TWILIO_AUTH_TOKEN"
     assert options.twilio.stream_secret == "secret-VOICEGATE_STREAM_SECRET"
-    others = ("browser", "telnyx", "plivo", "vonage", "exotel", "jambonz", "genesys")
+    others = ("browser", "telnyx", "plivo", "vonage", "exotel", "jambonz", "genesys", "freeswitch")
     assert [name for name in others if getattr(options, name) is not None] == []
     assert options.metrics_token == "secret-VOICEGATE_METRICS_TOKEN"
     assert options.calls_token == "secret-VOICEGATE_CALLS_TOKEN"

@@ -1,6 +1,6 @@
 """Playout paces bot audio on media time, marks each segment and drops stale epochs."""
 
-from voicegate.codecs import ClearAudio, PlayAudio, SetMark
+from voicegate.codecs import ClearAudio, PausePlayback, PlayAudio, ResumePlayback, SetMark
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
 
@@ -143,3 +143,35 @@ def test_a_provider_wanting_big_chunks_gets_them_with_two_in_flight() -> None:
     }
     assert lifted == {8000: (200, 400), 16000: (100, 200), 24000: (80, 160)}
     assert provider_pace(40, 100, frame_ms=20, min_bytes=1, bytes_per_ms=8) == (40, 100)
+
+
+def released_ms(playout: Playout, start_ms: int, end_ms: int) -> int:
+    """Audio released by calling release every 20 ms in [start_ms, end_ms), as the session does."""
+    return sum(audio_ms(playout.release(now)[0]) for now in range(start_ms, end_ms, 20))
+
+
+def test_a_provider_that_can_pause_is_held_and_continued_not_cleared() -> None:
+    # Asterisk (capabilities.pause): detection pauses it (PAUSE_MEDIA) and keeps its queue; a
+    # false alarm continues it (CONTINUE_MEDIA) with nothing re-sent, so every sample of the
+    # segment is sent exactly once however long the pause.
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100, provider_pause=True)
+    playout.enqueue(segment("one two three four", 1000))
+    before = released_ms(playout, 0, 220)
+    assert playout.cut(now_ms=220) == [PausePlayback()]
+    assert released_ms(playout, 220, 700) == 0
+    assert playout.unplayed_ms(now_ms=700) == 1000 - 220  # nothing played while paused
+    assert playout.resume(now_ms=700) == [ResumePlayback()]
+    assert before + released_ms(playout, 700, 2000) == 1000
+    assert playout.resume(now_ms=2000) == []  # not paused at the provider: nothing to send
+
+
+def test_a_flush_after_a_provider_pause_counts_only_what_played_before_it() -> None:
+    # 500 ms of a 1 s segment played, then 600 ms paused at the provider, then confirmed:
+    # the caller heard half of it, not all of it as the wall clock since it began would say.
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=100, provider_pause=True)
+    playout.enqueue(segment("one two three four five six seven eight nine ten", 1000))
+    released_ms(playout, 0, 520)
+    assert playout.cut(now_ms=500) == [PausePlayback()]
+    commands, heard = playout.flush(new_epoch=1, now_ms=1100)
+    assert commands == [ClearAudio()]  # FLUSH_MEDIA, which also ends Asterisk's pause
+    assert heard == [TurnHeard("t1", "one two three four five", interrupted=True)]

@@ -1,4 +1,4 @@
-"""The emulated Exotel, Jambonz and Genesys callers behave as their providers document."""
+"""The emulated Exotel, Jambonz, FreeSWITCH and Genesys callers behave as their providers say."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import pytest
 
 from voicegate.callers.exotel import ExotelCaller
+from voicegate.callers.freeswitch import FreeSwitchCaller
 from voicegate.callers.genesys import GenesysCaller
 from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.script import CallerScript
@@ -50,6 +51,42 @@ def test_jambonz_caller_takes_binary_audio_kill_audio_and_disconnect() -> None:
     assert caller.clears == [0]
     caller.receive(bytes(640))  # more bot audio: the call is not over while it plays
     assert not caller.finished(60_000)
+    caller.receive('{"type":"disconnect"}')
+    assert caller.finished(60_000)
+    with pytest.raises(RemoteProtocolError, match="does not accept"):
+        caller.receive('{"type":"mark","data":{"name":"m"}}')
+
+
+def play_audio(payload: bytes, rate: int = 8000, kind: str = "raw") -> str:
+    content = base64.b64encode(payload).decode()
+    data = {"audioContentType": kind, "sampleRate": rate, "audioContent": content}
+    return json.dumps({"type": "playAudio", "data": data})
+
+
+def test_freeswitch_caller_plays_play_audio_files_in_order_and_honours_kill_audio() -> None:
+    caller = FreeSwitchCaller(QUIET, uuid="u1", parameters={"tenant": "acme"})
+    first = json.loads(caller.opening()[0])
+    assert (first["uuid"], first["sampleRate"], first["tenant"]) == ("u1", 8000, "acme")
+    assert caller.subprotocols == ("audio.drachtio.org",)
+    [frame] = caller.tick()
+    assert frame == bytes(320)  # 20 ms of L16 silence, binary
+    # mod_audio_fork discards binary frames from the server (audio_pipe.cpp).
+    with pytest.raises(RemoteProtocolError, match="binary frame"):
+        caller.receive(bytes(640))
+    for wrong in (play_audio(bytes(4), rate=16000), play_audio(bytes(4), kind="wave")):
+        with pytest.raises(RemoteProtocolError, match="raw L16 at 8000"):
+            caller.receive(wrong)
+    with pytest.raises(RemoteProtocolError, match="not whole samples"):
+        caller.receive(play_audio(b"\x01"))
+    caller.receive(play_audio(b"\x01\x00" * 160))
+    caller.receive(play_audio(b"\x02\x00" * 160))
+    assert caller.files == 2
+    caller.tick()  # the first file plays
+    assert bytes(caller.bot_track[-320:]) == b"\x01\x00" * 160
+    caller.receive('{"type":"killAudio"}')  # the second, queued, is dropped
+    caller.tick()
+    assert bytes(caller.bot_track[-320:]) == bytes(320)
+    assert caller.clears == [40]
     caller.receive('{"type":"disconnect"}')
     assert caller.finished(60_000)
     with pytest.raises(RemoteProtocolError, match="does not accept"):

@@ -20,10 +20,12 @@ FLUSH_VERBS = {
     "vonage": '{"action":"clear"}',
     "exotel": "clear",
     "jambonz": '{"type":"killAudio"}',
+    "freeswitch": '{"type":"killAudio"}',
     "genesys": "event/barge_in",
+    "asterisk": "FLUSH_MEDIA",
 }
 #: Providers with no playback acknowledgement: what was heard is the playout clock's estimate.
-ESTIMATED = {"jambonz", "genesys"}
+ESTIMATED = {"jambonz", "freeswitch", "genesys"}
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,10 @@ import pytest
 
 from voicegate.config import Settings
 from voicegate.config.settings import (
+    AsteriskSettings,
     BrowserSettings,
     ExotelSettings,
+    FreeSwitchSettings,
     GenesysSettings,
     JambonzSettings,
     PlivoSettings,
@@ -34,6 +36,8 @@ def exposed(twilio: TwilioSettings, browser: BrowserSettings, host: str = "0.0.0
         exotel=ExotelSettings(enabled=False),
         jambonz=JambonzSettings(enabled=False),
         genesys=GenesysSettings(enabled=False),
+        freeswitch=FreeSwitchSettings(enabled=False),
+        asterisk=AsteriskSettings(enabled=False),
     )
     return replace(Settings(), server=ServerSettings(host=host), providers=providers)
 

@@ -8,8 +8,10 @@ import pytest
 
 from voicegate.config import Settings
 from voicegate.config.settings import (
+    AsteriskSettings,
     BrowserSettings,
     ExotelSettings,
+    FreeSwitchSettings,
     GenesysSettings,
     JambonzSettings,
     PlivoSettings,
@@ -32,10 +34,21 @@ def exposed(
     exotel: ExotelSettings,
     jambonz: JambonzSettings,
     genesys: GenesysSettings,
+    freeswitch: FreeSwitchSettings,
+    asterisk: AsteriskSettings,
 ) -> Settings:
     """Settings on 0.0.0.0 with these sections (Twilio and the browser opted out)."""
     providers = ProvidersSettings(
-        OPEN_TWILIO, OPEN_BROWSER, telnyx, plivo, vonage, exotel, jambonz, genesys
+        OPEN_TWILIO,
+        OPEN_BROWSER,
+        telnyx,
+        plivo,
+        vonage,
+        exotel,
+        jambonz,
+        genesys,
+        freeswitch,
+        asterisk,
     )
     return replace(Settings(), server=ServerSettings(host="0.0.0.0"), providers=providers)
 
@@ -49,6 +62,8 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
             ExotelSettings(),
             JambonzSettings(),
             GenesysSettings(),
+            FreeSwitchSettings(),
+            AsteriskSettings(),
         ).check_exposure()
     message = str(refused.value)
     assert "providers.telnyx needs public_key_env and stream_auth_token_env" in message
@@ -57,6 +72,8 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
     assert "providers.exotel needs username and password_env" in message
     assert "providers.jambonz needs username and password_env" in message
     assert "providers.genesys needs api_key_env and client_secret_env" in message
+    assert "providers.freeswitch needs username and password_env" in message
+    assert "providers.asterisk needs username and password_env" in message
     exposed(
         TelnyxSettings(public_key_env="TX_KEY", stream_auth_token_env="TX_TOKEN"),
         PlivoSettings(auth_token_env="PLIVO_TOKEN"),
@@ -64,6 +81,8 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
         ExotelSettings(username="bot", password_env="EXOTEL_PASSWORD"),
         JambonzSettings(username="bot", password_env="JAMBONZ_PASSWORD"),
         GenesysSettings(api_key_env="GENESYS_KEY", client_secret_env="GENESYS_SECRET"),
+        FreeSwitchSettings(username="bot", password_env="FREESWITCH_PASSWORD"),
+        AsteriskSettings(username="asterisk", password_env="ASTERISK_PASSWORD"),
     ).check_exposure()
     exposed(
         TelnyxSettings(allow_unauthenticated=True),
@@ -72,4 +91,6 @@ def test_each_provider_route_needs_its_secrets_off_loopback() -> None:
         ExotelSettings(allow_unauthenticated=True),
         JambonzSettings(enabled=False),
         GenesysSettings(allow_unauthenticated=True),
+        FreeSwitchSettings(allow_unauthenticated=True),
+        AsteriskSettings(allow_unauthenticated=True),
     ).check_exposure()

@@ -113,7 +113,7 @@ async def listen(stream: WhisperStream, messages: list[str]) -> str:
             for frame in media.inbound(event.payload):
                 now += 20
                 stream.push(frame, now)
-                for voice in media.detect(frame):
+                for voice in await media.detect(frame):
                     if voice.started:
                         stream.speech_started(voice.at_ms)
                     else:

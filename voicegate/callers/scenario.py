@@ -22,7 +22,18 @@ from voicegate.callers.labels import labels_of
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.errors import ConfigError
 
-PROVIDERS = ("twilio", "browser", "telnyx", "plivo", "vonage", "exotel", "jambonz", "genesys")
+PROVIDERS = (
+    "twilio",
+    "browser",
+    "telnyx",
+    "plivo",
+    "vonage",
+    "exotel",
+    "jambonz",
+    "freeswitch",
+    "genesys",
+    "asterisk",
+)
 SCENARIO_SUFFIXES = (".yml", ".yaml")
 DEFAULT_QUIET_MS = 2000
 DEFAULT_MAX_MS = 60_000

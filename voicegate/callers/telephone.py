@@ -23,11 +23,9 @@ from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
 from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.playback import Playback
 from voicegate.callers.script import CallerScript
-from voicegate.types import AudioEncoding, AudioFormat
+from voicegate.types import SILENCE_BYTE, AudioEncoding, AudioFormat
 
 FRAME_MS = 20
-#: One byte of silence in each encoding, to fill the bot track while the bot is quiet.
-SILENCE_BYTE = {AudioEncoding.PCMU: b"\xff", AudioEncoding.PCMA: b"\xd5", AudioEncoding.L16: b"\0"}
 
 
 def encode(samples: Samples, encoding: AudioEncoding) -> bytes:
@@ -76,9 +74,12 @@ class TelephoneLine:
         """The caller-side timeline (docs/timeline.md)."""
         return self.playback.observed
 
-    def tick(self) -> tuple[bytes, list[str]]:
-        """Advance 20 ms: the caller's frame, and the marks whose audio has now played."""
-        chunk, played = self.playback.play(self.now_ms, self.frame_bytes)
+    def tick(self, *, held: bool = False) -> tuple[bytes, list[str]]:
+        """Advance 20 ms: the caller's frame, and the marks whose audio has now played.
+
+        ``held``: the provider plays silence and keeps its buffer (Asterisk's PAUSE_MEDIA).
+        """
+        chunk, played = (b"", []) if held else self.playback.play(self.now_ms, self.frame_bytes)
         silence = SILENCE_BYTE[self.wire.encoding] * (self.frame_bytes - len(chunk))
         self.bot_track += chunk + silence
         samples = self.script.frame(self.now_ms, FRAME_MS, self.playback.bot_started_ms)

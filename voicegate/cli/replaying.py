@@ -27,12 +27,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import WebSocketException
 
+from voicegate.callers.asterisk import AsteriskCaller
+from voicegate.callers.audio_fork import AudioForkCaller
 from voicegate.callers.browser import BrowserCaller
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import Closed, drive_to_close
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.exotel import ExotelCaller
 from voicegate.callers.expect import unmet
+from voicegate.callers.freeswitch import FreeSwitchCaller
 from voicegate.callers.genesys import GenesysCaller
 from voicegate.callers.jambonz import JambonzCaller
 from voicegate.callers.plivo import PlivoCaller
@@ -49,8 +52,10 @@ from voicegate.errors import ConfigError, RemoteProtocolError, VoicegateError
 from voicegate.gateway import conversationrelay_twiml
 from voicegate.gateway.lifecycle import Gateway
 from voicegate.gateway.server import (
+    ASTERISK_STREAM_PATH,
     BROWSER_PATH,
     EXOTEL_STREAM_PATH,
+    FREESWITCH_STREAM_PATH,
     GENESYS_STREAM_PATH,
     JAMBONZ_STREAM_PATH,
     PLIVO_STREAM_PATH,
@@ -68,7 +73,9 @@ Caller = (
     | VonageCaller
     | ExotelCaller
     | JambonzCaller
+    | FreeSwitchCaller
     | GenesysCaller
+    | AsteriskCaller
     | ConversationRelayCaller
 )
 Record = dict[str, Any]
@@ -81,7 +88,9 @@ PROVIDER_PATHS = {
     "vonage": VONAGE_STREAM_PATH,
     "exotel": EXOTEL_STREAM_PATH,
     "jambonz": JAMBONZ_STREAM_PATH,
+    "freeswitch": FREESWITCH_STREAM_PATH,
     "genesys": GENESYS_STREAM_PATH,
+    "asterisk": ASTERISK_STREAM_PATH,
     "conversationrelay": conversationrelay_twiml.STREAM_PATH,
 }
 #: The rate each provider's caller sends at (the browser's is chosen from the recording).
@@ -93,7 +102,9 @@ TELEPHONE_RATES = {
     "vonage": 16000,
     "exotel": 8000,  # the applet's default ?sample-rate
     "jambonz": 8000,  # the listen verb's default sampleRate
+    "freeswitch": 8000,  # uuid_audio_fork ... mono 8k (docs/protocols/freeswitch.md)
     "genesys": 8000,  # PCMU, the Audio Connector's only format
+    "asterisk": 8000,  # Dial(WebSocket/<client>/c(ulaw)), docs/protocols/asterisk.md
     "conversationrelay": 8000,  # what the emulated Twilio hears the caller's line at
 }
 BROWSER_DEFAULT_RATE = 16000
@@ -140,9 +151,13 @@ def new_caller(
         return ExotelCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "jambonz":  # L16 at 8 kHz, the default sampleRate
         return JambonzCaller(script, call_sid=call_id, parameters=parameters, quiet_ms=quiet_ms)
+    if provider == "freeswitch":  # mod_audio_fork, L16 at 8 kHz; the channel uuid names it
+        return FreeSwitchCaller(script, uuid=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "genesys":  # an Audio Connector session; the ids and API key are emulated
         ids = {"conversation_id": call_id} if call_id else {}
         return GenesysCaller(script, parameters=parameters, quiet_ms=quiet_ms, **ids)
+    if provider == "asterisk":  # chan_websocket, ulaw, JSON control messages
+        return AsteriskCaller(script, channel_id=call_id, parameters=parameters, quiet_ms=quiet_ms)
     if provider == "conversationrelay":  # Twilio transcribes: the cues' transcripts
         sid = call_id or DEFAULT_CALL_SID
         return ConversationRelayCaller(
@@ -165,6 +180,8 @@ def fresh_call_id(provider: str) -> str:
         return f"v3:{token.hex}"
     if provider == "exotel":
         return token.hex  # 32 hex digits
+    if provider == "asterisk":  # a channel's unique id: epoch seconds, a dot, a sequence
+        return f"{token.int % 10**10}.{token.int // 10**10 % 10**6}"
     return "" if provider == "browser" else str(token)
 
 
@@ -292,7 +309,7 @@ async def _drive(
 ) -> Closed:
     """:func:`drive_to_close`, with a peer's protocol error surfaced as itself, not a group."""
     try:
-        protocols = caller.subprotocols if isinstance(caller, JambonzCaller) else ()
+        protocols = caller.subprotocols if isinstance(caller, AudioForkCaller) else ()
         headers = (
             caller.upgrade_headers(url, int(time.time()))
             if isinstance(caller, GenesysCaller)

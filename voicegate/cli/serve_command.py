@@ -345,6 +345,10 @@ def provider_lines(options: GatewayOptions, base: str, ws: str) -> list[str]:
         for name, enabled, webhook, stream in routes
         if enabled is not None
     ]
+    if options.freeswitch is not None:  # no webhook: the dialplan's uuid_audio_fork names it
+        lines.append(f"  freeswitch: mod_audio_fork stream {ws}{server.FREESWITCH_STREAM_PATH}")
     if options.genesys is not None:  # no webhook: the integration names the socket
         lines.append(f"  genesys: AudioHook stream {ws}{server.GENESYS_STREAM_PATH}")
+    if options.asterisk is not None:  # no webhook: websocket_client.conf names the socket
+        lines.append(f"  asterisk: chan_websocket stream {ws}{server.ASTERISK_STREAM_PATH}")
     return lines

@@ -14,20 +14,20 @@ comes as a text frame ``{"event": "dtmf", "dtmf": "5", "duration": ...}``. With
 commands: ``killAudio`` stops playback and drops what is buffered (the flush), ``disconnect``
 ends the listen (the hang-up). Jambonz documents no playback acknowledgement, so the gateway
 estimates what was heard from its own playout clock (``playback_acks`` is false). There is no
-stop message: the stream ends when the socket closes.
+stop message: the stream ends when the socket closes. The socket is drachtio's mod_audio_fork
+under the hood, so the shared parts live in :mod:`voicegate.codecs.audio_fork`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
-from voicegate.codecs.base import CallPhase, Capabilities, FrameLimits
-from voicegate.codecs.commands import ClearAudio, Command, Hangup, PlayAudio, SetMark
-from voicegate.codecs.events import AudioReceived, CallStarted, DtmfReceived, Event, JsonValue
-from voicegate.codecs.stream import StreamCodec
-from voicegate.codecs.wire import JsonObject, check_size, parse_json_object, show
-from voicegate.errors import ConfigError, LocalProtocolError, RemoteProtocolError
+from voicegate.codecs.audio_fork import DISCONNECT, KILL_AUDIO, AudioForkCodec, check_mono
+from voicegate.codecs.base import Capabilities, FrameLimits
+from voicegate.codecs.commands import PlayAudio
+from voicegate.codecs.events import CallStarted
+from voicegate.codecs.wire import JsonObject
+from voicegate.errors import ConfigError
 from voicegate.types import AudioEncoding, AudioFormat
 
 #: The WebSocket subprotocol Jambonz asks for (listen page).
@@ -36,10 +36,6 @@ SUBPROTOCOL = "audio.jambonz.org"
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024
 #: listen ``sampleRate`` values the gateway's media layer takes (the verb also offers 64000).
 SAMPLE_RATES = (8000, 16000, 24000, 48000)
-#: Keys of the first message that describe the stream rather than the call.
-_STREAM_KEYS = frozenset({"sampleRate", "mixType"})
-KILL_AUDIO = '{"type":"killAudio"}'
-DISCONNECT = '{"type":"disconnect"}'
 
 
 def jambonz_format(sample_rate: int) -> AudioFormat:
@@ -66,7 +62,7 @@ def jambonz_capabilities(audio_format: AudioFormat) -> Capabilities:
     )
 
 
-class JambonzCodec(StreamCodec):
+class JambonzCodec(AudioForkCodec):
     """One Jambonz listen stream: parses its frames and writes audio, killAudio, disconnect."""
 
     def __init__(
@@ -77,38 +73,10 @@ class JambonzCodec(StreamCodec):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         super().__init__(
-            jambonz_capabilities(jambonz_format(sample_rate)), max_message_bytes=max_message_bytes
+            jambonz_capabilities(jambonz_format(sample_rate)),
+            call_id,
+            max_message_bytes=max_message_bytes,
         )
-        self._call_id = call_id  # the gateway's id, unless the first message has a callSid
-
-    # -- inbound ---------------------------------------------------------------------------
-
-    def receive(self, message: str | bytes) -> list[Event]:
-        """Parse one WebSocket message from Jambonz into events."""
-        check_size(message, self._max_message_bytes, "jambonz")
-        if isinstance(message, bytes):
-            return [self._audio(message)]
-        data = parse_json_object(message, "jambonz")
-        if self.phase is CallPhase.AWAITING_START:
-            return [self._on_first(data)]
-        msg = JsonObject(data, "jambonz message")
-        self._require_started("dtmf")
-        if msg.optional_text("event") == "dtmf":
-            return [DtmfReceived(msg.dtmf_digit("dtmf"))]
-        return self._ignored()  # e.g. playDone of the non-streaming mode
-
-    def _audio(self, payload: bytes) -> AudioReceived:
-        if self.phase is CallPhase.AWAITING_START:
-            raise RemoteProtocolError(
-                f"jambonz: a binary frame of {len(payload)} bytes arrived before the first "
-                "text message (the call attributes)"
-            )
-        self._require_started("audio")
-        if not payload or len(payload) % 2:
-            raise RemoteProtocolError(
-                f"jambonz: a binary frame of {len(payload)} bytes is not whole 16-bit samples"
-            )
-        return AudioReceived(payload=payload, audio_format=self._capabilities.outbound_format)
 
     def _on_first(self, data: Mapping[str, object]) -> CallStarted:
         """The first text message: call attributes, ``sampleRate``, ``mixType``, metadata."""
@@ -116,44 +84,15 @@ class JambonzCodec(StreamCodec):
         rate = msg.integer("sampleRate")
         if rate not in SAMPLE_RATES:
             raise msg.error("sampleRate", f"must be one of {SAMPLE_RATES}, got {rate}")
-        mix = msg.optional_text("mixType") or "mono"
-        if mix != "mono":
-            raise msg.error("mixType", f"must be 'mono' (one caller channel), got {show(mix)}")
+        check_mono(msg)
         # callSid in listen.js's CallInfo.toJSON; call_sid is the webhooks' spelling (lenient).
         call_sid = msg.optional_text("callSid") or msg.optional_text("call_sid")
-        # Parsed JSON: every value is a JsonValue.
-        attributes = {k: cast(JsonValue, v) for k, v in data.items() if k not in _STREAM_KEYS}
-        started = CallStarted(
-            stream_id=self._call_id,
-            call_id=call_sid or self._call_id,
-            audio_format=jambonz_format(rate),
-            metadata=attributes,
-            account_id=msg.optional_text("accountSid"),
-        )
-        self._capabilities = jambonz_capabilities(started.audio_format)
-        self._started()
-        return started
+        account = msg.optional_text("accountSid")
+        return self._call_started(data, jambonz_format(rate), call_sid, account)
 
-    # -- outbound --------------------------------------------------------------------------
+    def _capabilities_for(self, started: CallStarted) -> Capabilities:
+        return jambonz_capabilities(started.audio_format)
 
-    def send(self, command: Command) -> list[str | bytes]:
-        """Write one command: binary PCM, or a JSON command (killAudio, disconnect)."""
-        match command:
-            case PlayAudio(payload=payload):
-                self._refuse_before_start(command)
-                if not payload or len(payload) % 2:
-                    raise LocalProtocolError(
-                        f"jambonz: PlayAudio payload of {len(payload)} bytes is not whole samples"
-                    )
-                return [payload]
-            case SetMark():
-                self._refuse_before_start(command)
-                return []  # no acknowledgement exists; the session estimates (capabilities)
-            case ClearAudio():
-                return self._json(command, {"type": "killAudio"})
-            case Hangup():
-                if self.phase is CallPhase.AWAITING_START:
-                    return []  # a refused connection: closing the socket is the answer
-                return self._json(command, {"type": "disconnect"})
-            case _:
-                return self._common(command)
+    def _play(self, command: PlayAudio, payload: bytes) -> list[str | bytes]:
+        """Streaming bidirectional audio: the PCM itself, as one binary frame."""
+        return [payload]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from voicegate.codecs.browser import SAMPLE_RATES as BROWSER_SAMPLE_RATES
@@ -28,8 +29,10 @@ from voicegate.gateway.options import (
     DEFAULT_PLIVO_FIELDS,
     DEFAULT_VONAGE_FIELDS,
     DEFAULT_WEBHOOK_FIELDS,
+    AsteriskOptions,
     BrowserOptions,
     ExotelOptions,
+    FreeSwitchOptions,
     GatewayOptions,
     GenesysOptions,
     JambonzOptions,
@@ -315,15 +318,14 @@ class VonageSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class ExotelSettings:
-    """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
+class BasicAuthSettings:
+    """What the provider sections guarded by HTTP Basic share (Exotel, Jambonz, FreeSWITCH)."""
 
+    #: The section's key under ``providers`` (a class constant, not a setting).
+    section: ClassVar[str] = ""
     enabled: bool = True
     username: str = ""
     password_env: str = ""
-    sample_rate: int = 8000
-    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
     allow_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
@@ -333,19 +335,38 @@ class ExotelSettings:
             )
         if bool(self.username) != bool(self.password_env):
             raise ConfigError("username and password_env go together")
-        self.options({"providers.exotel.password_env": "x"} if self.username else {})
+        self.options({self.secret_key: "x"} if self.username else {})  # fail at load time
+
+    @property
+    def secret_key(self) -> str:
+        """The key path the CLI resolves the password under."""
+        return f"providers.{self.section}.password_env"
 
     def secret_env_names(self) -> dict[str, str]:
         """Key path -> environment variable, for the secret this section names."""
         if self.enabled and self.password_env:
-            return {"providers.exotel.password_env": self.password_env}
+            return {self.secret_key: self.password_env}
         return {}
 
     def exposure_problem(self) -> str | None:
         """What this route lacks to be served beyond loopback (check_exposure), if anything."""
         if not self.enabled or self.allow_unauthenticated or self.password_env:
             return None
-        return "providers.exotel needs username and password_env"
+        return f"providers.{self.section} needs username and password_env"
+
+    def options(self, secrets: Mapping[str, str]) -> object:
+        """The server's options for this section, with the secret the CLI resolved."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class ExotelSettings(BasicAuthSettings):
+    """``providers.exotel``: the Voicebot applet's dynamic URL and stream route."""
+
+    section: ClassVar[str] = "exotel"
+    sample_rate: int = 8000
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    webhook_fields: tuple[str, ...] = DEFAULT_EXOTEL_FIELDS
 
     def options(self, secrets: Mapping[str, str]) -> ExotelOptions:
         """The server's Exotel options, with the secret the CLI resolved."""
@@ -354,42 +375,18 @@ class ExotelSettings:
             webhook_fields=self.webhook_fields,
             sample_rate=self.sample_rate,
             username=self.username,
-            password=secrets.get("providers.exotel.password_env"),
+            password=secrets.get(self.secret_key),
         )
 
 
 @dataclass(frozen=True, slots=True)
-class JambonzSettings:
+class JambonzSettings(BasicAuthSettings):
     """``providers.jambonz``: the calling webhook (a listen verb) and the listen socket."""
 
-    enabled: bool = True
-    username: str = ""
-    password_env: str = ""
+    section: ClassVar[str] = "jambonz"
     sample_rate: int = 8000
     parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     webhook_fields: tuple[str, ...] = ()
-    allow_unauthenticated: bool = False
-
-    def __post_init__(self) -> None:
-        if self.password_env and not _ENV_NAME.fullmatch(self.password_env):
-            raise ConfigError(
-                f"password_env must name an environment variable, got {self.password_env!r}"
-            )
-        if bool(self.username) != bool(self.password_env):
-            raise ConfigError("username and password_env go together")
-        self.options({"providers.jambonz.password_env": "x"} if self.username else {})
-
-    def secret_env_names(self) -> dict[str, str]:
-        """Key path -> environment variable, for the secret this section names."""
-        if self.enabled and self.password_env:
-            return {"providers.jambonz.password_env": self.password_env}
-        return {}
-
-    def exposure_problem(self) -> str | None:
-        """What this route lacks to be served beyond loopback (check_exposure), if anything."""
-        if not self.enabled or self.allow_unauthenticated or self.password_env:
-            return None
-        return "providers.jambonz needs username and password_env"
 
     def options(self, secrets: Mapping[str, str]) -> JambonzOptions:
         """The server's Jambonz options, with the secret the CLI resolved."""
@@ -398,7 +395,25 @@ class JambonzSettings:
             webhook_fields=self.webhook_fields,
             sample_rate=self.sample_rate,
             username=self.username,
-            password=secrets.get("providers.jambonz.password_env"),
+            password=secrets.get(self.secret_key),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FreeSwitchSettings(BasicAuthSettings):
+    """``providers.freeswitch``: the mod_audio_fork socket (docs/protocols/freeswitch.md)."""
+
+    section: ClassVar[str] = "freeswitch"
+    sample_rate: int = 8000
+    chunk_ms: int = 200
+
+    def options(self, secrets: Mapping[str, str]) -> FreeSwitchOptions:
+        """The server's FreeSWITCH options, with the secret the CLI resolved."""
+        return FreeSwitchOptions(
+            sample_rate=self.sample_rate,
+            chunk_ms=self.chunk_ms,
+            username=self.username,
+            password=secrets.get(self.secret_key),
         )
 
 
@@ -443,6 +458,17 @@ class GenesysSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AsteriskSettings(BasicAuthSettings):
+    """``providers.asterisk``: the chan_websocket route Asterisk's websocket_client.conf names."""
+
+    section: ClassVar[str] = "asterisk"
+
+    def options(self, secrets: Mapping[str, str]) -> AsteriskOptions:
+        """The server's Asterisk options, with the secret the CLI resolved."""
+        return AsteriskOptions(username=self.username, password=secrets.get(self.secret_key))
+
+
+@dataclass(frozen=True, slots=True)
 class ProvidersSettings:
     """``providers``: one section per provider dialect."""
 
@@ -454,6 +480,8 @@ class ProvidersSettings:
     exotel: ExotelSettings = field(default_factory=ExotelSettings)
     jambonz: JambonzSettings = field(default_factory=JambonzSettings)
     genesys: GenesysSettings = field(default_factory=GenesysSettings)
+    freeswitch: FreeSwitchSettings = field(default_factory=FreeSwitchSettings)
+    asterisk: AsteriskSettings = field(default_factory=AsteriskSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,7 +604,9 @@ class Settings:
         names.update(providers.vonage.secret_env_names())
         names.update(providers.exotel.secret_env_names())
         names.update(providers.jambonz.secret_env_names())
+        names.update(providers.freeswitch.secret_env_names())
         names.update(providers.genesys.secret_env_names())
+        names.update(providers.asterisk.secret_env_names())
         names.update(self.call_control.env_names())
         return {path: name for path, name in names.items() if name}
 
@@ -597,7 +627,8 @@ class Settings:
             problems.append("providers.browser needs api_key_env")
         providers = self.providers
         sections = (providers.telnyx, providers.plivo, providers.vonage, providers.exotel)
-        for section in (*sections, providers.jambonz, providers.genesys):
+        basic = (providers.jambonz, providers.freeswitch, providers.asterisk)
+        for section in (*sections, *basic, providers.genesys):
             if (problem := section.exposure_problem()) is not None:
                 problems.append(problem)
         if problems:
@@ -618,7 +649,7 @@ class Settings:
         telnyx, plivo, vonage = self.providers.telnyx, self.providers.plivo, self.providers.vonage
         relay = twilio.conversationrelay
         exotel, jambonz = self.providers.exotel, self.providers.jambonz
-        genesys = self.providers.genesys
+        genesys, asterisk = self.providers.genesys, self.providers.asterisk
         if twilio_auth_token is None:
             twilio_auth_token = secrets.get("providers.twilio.auth_token_env")
         return GatewayOptions(
@@ -654,5 +685,11 @@ class Settings:
             vonage=vonage.options(secrets) if vonage.enabled else None,
             exotel=exotel.options(secrets) if exotel.enabled else None,
             jambonz=jambonz.options(secrets) if jambonz.enabled else None,
+            freeswitch=(
+                self.providers.freeswitch.options(secrets)
+                if self.providers.freeswitch.enabled
+                else None
+            ),
             genesys=genesys.options(secrets) if genesys.enabled else None,
+            asterisk=asterisk.options(secrets) if asterisk.enabled else None,
         )

@@ -127,6 +127,11 @@ class PlayoutLedger:
         self._playing_since_ms = None
         return [heard for turn in turns if (heard := self._settle(turn, interrupted=True))]
 
+    def delay(self, paused_ms: int) -> None:
+        """The provider held playback ``paused_ms`` (Asterisk PAUSE_MEDIA): nothing played."""
+        if self._playing_since_ms is not None:
+            self._playing_since_ms += paused_ms
+
     @property
     def in_flight(self) -> tuple[Segment, ...]:
         """Segments sent whose marks have not come back."""

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from voicegate.codecs.browser import SAMPLE_RATES
 from voicegate.codecs.exotel import exotel_format
+from voicegate.codecs.freeswitch import DEFAULT_CHUNK_MS, freeswitch_capabilities, freeswitch_format
 from voicegate.codecs.jambonz import jambonz_format
 from voicegate.codecs.plivo import plivo_format
 from voicegate.codecs.telnyx import ENCODINGS as TELNYX_ENCODINGS
@@ -148,6 +149,12 @@ class VonageOptions:
 DEFAULT_EXOTEL_FIELDS = ("CallFrom", "CallTo")
 
 
+def check_basic_pair(dialect: str, username: str, password: str | None) -> None:
+    """HTTP Basic credentials come as a pair: a user name with a password, or neither."""
+    if (password is None) != (not username):
+        raise ConfigError(f"{dialect} username and password go together")
+
+
 @dataclass(frozen=True, slots=True)
 class ExotelOptions:
     """The Exotel routes: ``GET /exotel/url`` (the applet's dynamic URL) and ``/exotel``."""
@@ -166,8 +173,7 @@ class ExotelOptions:
         exotel_format(self.sample_rate)  # fail when the server is built
         if len(self.parameters) + len(self.webhook_fields) > 3:
             raise ConfigError("exotel takes at most 3 custom parameters (parameters + fields)")
-        if (self.password is None) != (not self.username):
-            raise ConfigError("exotel username and password go together")
+        check_basic_pair("exotel", self.username, self.password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +192,40 @@ class JambonzOptions:
 
     def __post_init__(self) -> None:
         jambonz_format(self.sample_rate)  # fail when the server is built
+        check_basic_pair("jambonz", self.username, self.password)
+
+
+@dataclass(frozen=True, slots=True)
+class AsteriskOptions:
+    """The ``/asterisk`` route for Asterisk's chan_websocket (docs/protocols/asterisk.md)."""
+
+    # HTTP Basic credentials of the websocket_client.conf client (username, password) that
+    # every upgrade must carry; None: not checked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_basic_pair("asterisk", self.username, self.password)
+
+
+@dataclass(frozen=True, slots=True)
+class FreeSwitchOptions:
+    """The ``/freeswitch`` mod_audio_fork socket (docs/protocols/freeswitch.md)."""
+
+    # The fork's <sampling-rate> (8k or 16k) when its metadata names no sampleRate.
+    sample_rate: int = 8000
+    # Bot audio per playAudio message, i.e. per file FreeSWITCH plays (codecs/freeswitch.py).
+    chunk_ms: int = DEFAULT_CHUNK_MS
+    # HTTP Basic credentials the upgrade must carry (the channel's MOD_AUDIO_BASIC_AUTH_*
+    # variables); None: not checked.
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Fail when the server is built.
+        freeswitch_capabilities(freeswitch_format(self.sample_rate), self.chunk_ms)
         if (self.password is None) != (not self.username):
-            raise ConfigError("jambonz username and password go together")
+            raise ConfigError("freeswitch username and password go together")
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,4 +293,6 @@ class GatewayOptions:
     vonage: VonageOptions | None = field(default_factory=VonageOptions)
     exotel: ExotelOptions | None = field(default_factory=ExotelOptions)
     jambonz: JambonzOptions | None = field(default_factory=JambonzOptions)
+    freeswitch: FreeSwitchOptions | None = field(default_factory=FreeSwitchOptions)
     genesys: GenesysOptions | None = field(default_factory=GenesysOptions)
+    asterisk: AsteriskOptions | None = field(default_factory=AsteriskOptions)

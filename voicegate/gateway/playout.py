@@ -20,6 +20,13 @@ playout's own clock when the audio sent before it has had time to play (:meth:`d
 and the session treats it as echoed, noting that it is an estimate. Each segment carries the
 epoch of its turn; segments of an older epoch are dropped here, before any byte reaches the
 codec (design §5). Pure and synchronous: it returns codec commands, the session sends them.
+
+A provider that can pause (``Capabilities.pause``: Asterisk's ``PAUSE_MEDIA`` plays silence and
+keeps its queue) gets ``provider_pause``: at detection :meth:`cut` holds playback there instead
+of clearing it, so a false interruption resumes with ``CONTINUE_MEDIA`` exactly where it
+stopped, nothing re-sent and no estimate of the playback position; the ledger's clock is held
+for as long as the provider was paused. A confirmed interruption still flushes (Asterisk's
+``FLUSH_MEDIA`` also ends the pause).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, replace
 
-from voicegate.codecs import ClearAudio, Command, PlayAudio, SetMark
+from voicegate.codecs import ClearAudio, Command, PausePlayback, PlayAudio, ResumePlayback, SetMark
 from voicegate.gateway.ledger import PlayoutLedger, Segment, TurnHeard, remainder
 from voicegate.types import MediaMs
 
@@ -88,6 +95,7 @@ class Playout:
         send_ahead_ms: int = 100,
         chunk_ms: int | None = None,
         estimate_acks: bool = False,
+        provider_pause: bool = False,
     ) -> None:
         self._bytes_per_ms = bytes_per_ms
         self._frame_ms = frame_ms
@@ -105,6 +113,8 @@ class Playout:
         self._cleared = False  # a cut cleared the provider and nothing was sent since
         self._estimate_acks = estimate_acks
         self._estimated: deque[tuple[MediaMs, str]] = deque()  # (due media time, mark)
+        self._provider_pause = provider_pause
+        self._held: tuple[MediaMs, MediaMs] | None = None  # (paused at, sent until then)
 
     @property
     def epoch(self) -> int:
@@ -125,9 +135,23 @@ class Playout:
         """Stop releasing audio (what the provider already holds still plays)."""
         self._paused = True
 
-    def resume(self) -> None:
-        """Release audio again from where it stopped."""
+    def resume(self, now_ms: MediaMs = 0) -> list[Command]:
+        """Release audio again from where it stopped; continue the provider if it was held."""
         self._paused = False
+        if self._held is None:
+            return []
+        self._unhold(now_ms)
+        return [ResumePlayback()]
+
+    def _unhold(self, now_ms: MediaMs) -> None:
+        """The provider's pause ends: what it holds plays ``now_ms - paused at`` later."""
+        assert self._held is not None
+        held_at, sent_until = self._held
+        self._held = None
+        paused_ms = max(0, now_ms - held_at)
+        self._sent_until_ms = sent_until + paused_ms
+        self.ledger.delay(paused_ms)
+        self._estimated = deque((due + paused_ms, mark) for due, mark in self._estimated)
 
     def release(self, now_ms: MediaMs) -> tuple[list[Command], PlayoutNews]:
         """Commands to send now so the provider holds ``send_ahead_ms`` of audio at most."""
@@ -187,7 +211,10 @@ class Playout:
         Issue 14 §3: the caller stops hearing the bot at detection. The audio the provider
         dropped is queued again from its first unheard sample (the ledger's playback
         estimate), so :meth:`resume` after a false interruption loses and repeats nothing.
+        A provider that can pause is paused instead (``provider_pause``).
         """
+        if self._provider_pause:
+            return self._hold(now_ms)
         cut = self.ledger.cut(now_ms)
         again = [
             self._rest(queued, segment, played)
@@ -204,6 +231,14 @@ class Playout:
         self._cleared = True
         return [ClearAudio()]
 
+    def _hold(self, now_ms: MediaMs) -> list[Command]:
+        """Pause at the provider: it keeps what it holds, and nothing needs sending again."""
+        self._paused = True
+        if self._held is not None:
+            return []  # already paused there
+        self._held = (now_ms, max(self._sent_until_ms, now_ms))
+        return [PausePlayback()]
+
     def _rest(self, queued: QueuedSegment, segment: Segment, played_ms: int) -> QueuedSegment:
         """What the caller has not heard of a segment cut after ``played_ms``."""
         start = min(len(queued.payload), played_ms * self._bytes_per_ms)
@@ -213,10 +248,13 @@ class Playout:
     def unplayed_ms(self, now_ms: MediaMs) -> int:
         """Bot audio the caller has not heard yet: queued here, or sent and not yet played."""
         queued = sum(len(segment.payload) for segment in self._queue) - self._offset
-        return queued // self._bytes_per_ms + max(0, self._sent_until_ms - now_ms)
+        at, sent_until = self._held or (now_ms, self._sent_until_ms)  # paused: none played
+        return queued // self._bytes_per_ms + max(0, sent_until - at)
 
     def flush(self, new_epoch: int, now_ms: MediaMs) -> tuple[list[Command], list[TurnHeard]]:
         """A confirmed interruption: drop queued audio, clear the provider, settle the ledger."""
+        if self._held is not None:  # the flush ends the provider's pause too (FLUSH_MEDIA)
+            self._unhold(now_ms)
         self._epoch = new_epoch
         self._queue.clear()
         self._offset = 0

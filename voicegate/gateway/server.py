@@ -15,7 +15,9 @@
 ``GET /jambonz``            Jambonz listen stream, ``audio.jambonz.org`` (docs/protocols/jambonz.md)
 ``GET|POST /jambonz/call``  Jambonz calling webhook: a ``listen`` verb streaming to ``/jambonz``
 ``GET|POST /jambonz/action`` the listen's actionHook: ``hangup``
+``GET /freeswitch``         FreeSWITCH mod_audio_fork socket (docs/protocols/freeswitch.md)
 ``GET /genesys``            Genesys AudioHook / Audio Connector (docs/protocols/genesys.md)
+``GET /asterisk``           Asterisk chan_websocket, Dial(WebSocket/...) (protocols/asterisk.md)
 ``GET /browser``            browser dialect WebSocket (docs/protocols/browser.md)
 ``GET /``                   the browser client page (``gateway/static/``; no build step)
 ``GET /static/{name}``      the page's scripts, audio worklets and style sheet
@@ -47,9 +49,11 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from voicegate.codecs import (
+    AsteriskCodec,
     BrowserCodec,
     Codec,
     ExotelCodec,
+    FreeSwitchCodec,
     GenesysCodec,
     Hangup,
     JambonzCodec,
@@ -59,6 +63,7 @@ from voicegate.codecs import (
     VonageCodec,
 )
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
+from voicegate.codecs.freeswitch import SUBPROTOCOL as FREESWITCH_SUBPROTOCOL
 from voicegate.codecs.jambonz import SUBPROTOCOL as JAMBONZ_SUBPROTOCOL
 from voicegate.gateway import (
     audiohook,
@@ -74,6 +79,7 @@ from voicegate.gateway.admission import (
     RequestGuard,
     StartGate,
     address,
+    basic_refusal,
     request_base,
     twilio_token_check,
     twilio_token_parameter,
@@ -112,6 +118,9 @@ EXOTEL_WEBHOOK_PATH = exotel_applet.URL_PATH
 JAMBONZ_STREAM_PATH = jambonz_app.STREAM_PATH
 JAMBONZ_WEBHOOK_PATH = jambonz_app.CALL_PATH
 GENESYS_STREAM_PATH = audiohook.STREAM_PATH
+FREESWITCH_STREAM_PATH = "/freeswitch"
+#: Asterisk's websocket_client.conf ``uri`` points here; there is no webhook.
+ASTERISK_STREAM_PATH = "/asterisk"
 #: The browser client's files, shipped in the package (pyproject package-data).
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The page loads only its own files and talks only to this gateway (no CDN, no inline code).
@@ -181,8 +190,12 @@ def build_app(
             app.router.add_get(path, handler)
             app.router.add_post(path, handler)
         app.router.add_get(JAMBONZ_STREAM_PATH, routes.jambonz_stream)
+    if options.freeswitch is not None:
+        app.router.add_get(FREESWITCH_STREAM_PATH, routes.freeswitch_stream)
     if options.genesys is not None:
         app.router.add_get(GENESYS_STREAM_PATH, routes.genesys_stream)
+    if options.asterisk is not None:
+        app.router.add_get(ASTERISK_STREAM_PATH, routes.asterisk_stream)
     if options.browser is not None:
         app.router.add_get(BROWSER_PATH, routes.browser_stream)
         app.router.add_get("/", routes.browser_page)
@@ -477,6 +490,21 @@ class _Routes:
             protocols=(JAMBONZ_SUBPROTOCOL,),
         )
 
+    async def freeswitch_stream(self, request: web.Request) -> web.StreamResponse:
+        """A mod_audio_fork socket (subprotocol audio.drachtio.org), HTTP Basic checked first."""
+        fs = self._options.freeswitch
+        assert fs is not None  # the route exists only when FreeSWITCH is enabled
+        return basic_refusal(request, "freeswitch", fs.username, fs.password) or (
+            await self._media_call(
+                request,
+                "freeswitch",
+                lambda call_id: FreeSwitchCodec(
+                    call_id, sample_rate=fs.sample_rate, chunk_ms=fs.chunk_ms
+                ),
+                protocols=(FREESWITCH_SUBPROTOCOL,),
+            )
+        )
+
     async def genesys_stream(self, request: web.Request) -> web.StreamResponse:
         """A Genesys AudioHook session (the API key and message signature checked first)."""
         genesys = self._options.genesys
@@ -486,6 +514,19 @@ class _Routes:
         session_id = request.headers.get(audiohook.SESSION_HEADER)
         return refusal or await self._media_call(
             request, "genesys", lambda call_id: GenesysCodec(session_id=session_id)
+        )
+
+    async def asterisk_stream(self, request: web.Request) -> web.StreamResponse:
+        """An Asterisk chan_websocket channel (the websocket_client.conf credentials first).
+
+        The query is the dial string's ``v(...)`` URI parameters: the call's metadata.
+        """
+        asterisk = self._options.asterisk
+        assert asterisk is not None  # the route exists only when Asterisk is enabled
+        denied = basic_refusal(request, "asterisk", asterisk.username, asterisk.password)
+        parameters = dict(request.query)
+        return denied or await self._media_call(
+            request, "asterisk", lambda call_id: AsteriskCodec(call_id, parameters=parameters)
         )
 
     async def browser_stream(self, request: web.Request) -> web.StreamResponse:

@@ -140,9 +140,9 @@ class Playback:
             self._tracker.flushed(self._clock.now_ms)
         self._clock.emit("playout_paused", flushed=flush)
 
-    def resume(self) -> None:
+    async def resume(self) -> None:
         """Play on from the first unheard sample (a false interruption)."""
-        self._playout.resume()
+        await self._sender.send_all(self._playout.resume(self._clock.now_ms))
         self._clock.emit("playout_resumed")
 
     async def flush(self, epoch: int) -> list[TurnHeard]:

@@ -67,7 +67,7 @@ class BargeInReactions:
             case bargein.PausePlayout(flush=flush):
                 await self._playback.pause(flush)
             case bargein.ResumePlayout():
-                self._playback.resume()
+                await self._playback.resume()
 
     async def _interrupt(self, cancel: bargein.CancelTurn) -> None:
         self._clock.emit(

@@ -50,6 +50,7 @@ def open_playout(codec: Codec, settings: SessionSettings) -> Playout:
         send_ahead_ms=send_ahead_ms,
         chunk_ms=chunk_ms,
         estimate_acks=not capabilities.playback_acks,
+        provider_pause=capabilities.pause,
     )
 
 
