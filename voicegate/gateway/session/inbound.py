@@ -6,8 +6,8 @@ for each frame advances ``now_ms``, feeds the recogniser, runs the VAD and the t
 (end of turn and echo gate), steps the barge-in machine with what they found and the timers
 it needs, and releases the bot audio now due. ``TranscriptReader`` is the recogniser's side:
 its own task reads interim and final transcripts, gives them to the turn tracker, lets the
-speculator start a turn at a held pause, and steps the machine. Both only observe and report;
-what to do about it is decided by the machine and done by ``session/reactions.py``.
+speculator start a turn at a held pause, and steps the machine. Neither decides how the call
+reacts to the caller's speech: the machine decides, and ``session/reactions.py`` acts.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 ``SessionRunner`` is what the server calls for each accepted connection: it picks the
 session kind (a ConversationRelay call is text, not audio, and has its own session in
 ``gateway/relay_session.py``), runs it to its end, and keeps the timelines of the most recent
-calls, bounded in number and in bytes, for the replay tool, the tests and the operator's
-``/calls`` views. It holds no per-call state of its own beyond those timelines.
+calls, bounded in number and in bytes, for the replay tool and the tests to read afterwards.
+It holds no per-call state of its own beyond those timelines.
 """
 
 from __future__ import annotations
