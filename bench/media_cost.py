@@ -54,8 +54,8 @@ from voicegate.audio.wav import read_wav
 from voicegate.cli.wiring import build_runner
 from voicegate.codecs import CallStarted, TwilioCodec
 from voicegate.config.loader import load_settings
-from voicegate.gateway import bargein, session
-from voicegate.gateway.session import SessionRunner
+from voicegate.gateway import bargein
+from voicegate.gateway.session import SessionRunner, wiring
 from voicegate.gateway.transport import Refusal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -315,7 +315,7 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         def __getattr__(self, name: str) -> Any:
             return getattr(stt, name)
 
-    real_step, real_playout = bargein.step, session.Playout
+    real_step, real_playout = bargein.step, wiring.Playout
 
     def timed_playout(*args: Any, **kwargs: Any) -> Any:
         playout = real_playout(*args, **kwargs)
@@ -326,13 +326,13 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
     if batcher is not None:  # the batched Silero inferences run in a loop callback of their own
         batcher._flush = stages.timed("vad_silero_batches", batcher._flush)  # type: ignore[method-assign]
     bargein.step = stages.timed("bargein_step", real_step)  # type: ignore[assignment]
-    session.Playout = timed_playout  # type: ignore[assignment,misc]
+    wiring.Playout = timed_playout  # type: ignore[assignment,misc]
 
     def undo() -> None:
         if batcher is not None:
             del batcher._flush
         bargein.step = real_step  # type: ignore[assignment]
-        session.Playout = real_playout  # type: ignore[misc]
+        wiring.Playout = real_playout  # type: ignore[misc]
 
     timed = replace(services, media=TimedMedia(), stt=TimedStt())  # type: ignore[arg-type]
     return SessionRunner(timed, runner._settings), undo
