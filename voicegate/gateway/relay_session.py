@@ -173,12 +173,13 @@ class RelaySession:
             heard=heard,
             duration_ms=duration_ms,
         )
-        # Twilio's own flush: its speech already stopped when this message was sent.
-        self.timeline.emit(self._now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
+        # Twilio's own flush: its speech already stopped when this message was sent. One
+        # instant, one stamp: a second clock read could cross a millisecond.
+        self.timeline.emit(now_ms, "flush_sent", verb=self._codec.capabilities.flush_verb)
         turn, turn_id = self._turn, self._turn_id
         if turn is not None and not turn.done():
             turn.cancel()
-            self.timeline.emit(self._now_ms, "turn_cancelled", turn_id=turn_id)
+            self.timeline.emit(now_ms, "turn_cancelled", turn_id=turn_id)
         if self._unheard is not None:  # the running turn, or the reply Twilio was speaking
             await self._report_heard(heard, interrupted=True)
 
