@@ -6,6 +6,7 @@ drain and exit code, with calls that only echo.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,11 +18,14 @@ from voicegate.config import Settings
 from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.transport import CallGate, CallRunner, Transport
 
+#: Answered with the serving process's frozen object count instead of echoed (gateway/heap.py).
+HEAP_QUERY = "frozen objects?"
+
 
 async def echo(transport: Transport, codec: Codec, gate: CallGate) -> None:
     """Send every message back until the peer or the gateway closes."""
     while (message := await transport.receive()) is not None:
-        await transport.send(message)
+        await transport.send(str(gc.get_freeze_count()) if message == HEAP_QUERY else message)
 
 
 @asynccontextmanager

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.server.serve_with_echo import echo_runner
+from tests.server.serve_with_echo import HEAP_QUERY, echo_runner
 from tests.server.server_kit import close_of
 from voicegate.cli.main import build_parser, main
 from voicegate.cli.serve_command import serve_main
@@ -46,10 +46,26 @@ async def serve_process(config: Path) -> AsyncIterator[tuple[asyncio.subprocess.
             await process.wait()
 
 
-def write_config(tmp_path: Path) -> Path:
+def write_config(tmp_path: Path, extra: str = "") -> Path:
     config = tmp_path / "voicegate.yml"
-    config.write_text("server:\n  port: 0\n  shutdown_deadline_s: 0.5\n", encoding="utf-8")
+    text = "server:\n  port: 0\n  shutdown_deadline_s: 0.5\n" + extra
+    config.write_text(text, encoding="utf-8")
     return config
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_the_startup_heap_is_frozen_before_calls_are_served(
+    tmp_path: Path, workers: int
+) -> None:
+    # gateway/heap.py: a full GC pass over the startup heap stalled every call's playout.
+    config = write_config(tmp_path, f"  workers: {workers}\n")
+    async with serve_process(config) as (process, base):
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send(HEAP_QUERY)
+            assert int(await asyncio.wait_for(client.recv(), 10)) > 1000
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), 30) == 0
 
 
 async def test_sigterm_closes_running_calls_after_the_deadline_and_exits_0(

@@ -27,6 +27,7 @@ from voicegate.config import DEFAULT_CONFIG_PATH, Settings, load_settings, parse
 from voicegate.errors import ConfigError, VoicegateError
 from voicegate.gateway import server
 from voicegate.gateway.calls import CANCEL_GRACE_S
+from voicegate.gateway.heap import freeze_startup_heap
 from voicegate.gateway.lifecycle import HTTP_SHUTDOWN_TIMEOUT_S, Gateway, serve
 from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
@@ -207,6 +208,7 @@ async def _serve(
 ) -> None:
     """Open the runner (MCP servers start), serve until a signal, close it (they stop)."""
     async with runner as call_runner:
+        freeze_startup_heap()  # everything the process keeps is built (gateway/heap.py)
         await serve(Gateway(call_runner, options, metrics=metrics), on_listening=announce)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from voicegate.gateway.heap import freeze_startup_heap
 from voicegate.gateway.lifecycle import Gateway, serve
 from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
@@ -101,6 +102,8 @@ async def run_worker(
     try:
         with _stop_when_orphaned(stop, launch.board_path):
             async with runner as call_runner:
+                # Everything the worker keeps is built: keep it out of full GC passes.
+                freeze_startup_heap()
                 gateway = Gateway(
                     call_runner,
                     replace(options, port=launch.port),
