@@ -207,6 +207,28 @@ def test_a_call_log_is_bounded_and_the_directory_pruned(tmp_path: Path) -> None:
     assert sum(len(json.dumps(r)) + 1 for r in lines[:-2]) <= 2000
 
 
+def test_the_directory_is_pruned_once_every_twentieth_of_keep_calls(tmp_path: Path) -> None:
+    logs = CallLogs(CallLogOptions(tmp_path, keep=40, max_age_s=3600))  # a prune every 2 calls
+
+    def one_call(index: int) -> None:
+        call_log = logs.open(f"twilio-{index}", "twilio")
+        assert call_log is not None
+        call_log.close(1000, "call ended", f"CA{index}")
+
+    for index in range(41):
+        one_call(index)
+    logs.close()
+    assert len(list(tmp_path.iterdir())) == 41  # the 41st call ended after no prune
+    logs = CallLogs(CallLogOptions(tmp_path, keep=40, max_age_s=3600))
+    one_call(41)
+    one_call(42)
+    logs.close()
+    kept = {p.name for p in tmp_path.iterdir()}
+    assert len(kept) == 40
+    assert "twilio-0.jsonl" not in kept
+    assert "twilio-42.jsonl" in kept
+
+
 async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:
     limits = replace(Limits(), requests_per_ip_per_s=0.001, requests_per_ip_burst=2)
     async with (

@@ -7,8 +7,11 @@ starts with a ``call_connected`` record and ends with ``call_closed``; a file wi
 latter belongs to a live call, or to a worker that died (docs/timeline.md, "Call logs").
 
 Each file is bounded (``max_bytes``: records past it are counted in one
-``call_log_truncated`` record), and the directory is pruned after every call: files older
-than ``max_age_s``, and the oldest beyond ``keep``, are deleted. Every worker of
+``call_log_truncated`` record), and the directory is pruned as calls end: files older than
+``max_age_s``, and the oldest beyond ``keep``, are deleted. A prune lists and stats the whole
+directory (about 2 s of CPU per 300 calls when done after each one, issue 12), so it runs once
+every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that many files over
+``keep`` in between. Every worker of
 ``voicegate serve --workers N`` writes into the same directory, so any of them can show
 every call (gateway/callviews.py).
 """
@@ -35,6 +38,8 @@ SUFFIX = ".jsonl"
 OPENED = "call_connected"
 CLOSED = "call_closed"
 TRUNCATED = "call_log_truncated"
+#: A prune runs once every ``keep // PRUNE_SHARE`` ended calls (at least every call).
+PRUNE_SHARE = 20
 
 
 def safe_call_id(call_id: str) -> bool:
@@ -67,6 +72,7 @@ class CallLogs:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="call-logs")
         self._live: set[str] = set()
         self._closed = False
+        self._ended_since_prune = 0  # touched on the writer thread only
 
     def open(self, call_id: str, dialect: str) -> CallLog | None:
         """Start the log of a new call (None when the id cannot name a file)."""
@@ -101,7 +107,10 @@ class CallLogs:
 
     def _finish(self, call_log: CallLog) -> None:
         call_log.flush()
-        self.prune()
+        self._ended_since_prune += 1
+        if self._ended_since_prune >= max(1, self.options.keep // PRUNE_SHARE):
+            self._ended_since_prune = 0
+            self.prune()
 
     def prune(self) -> None:
         """Delete logs past ``max_age_s`` and the oldest beyond ``keep`` (not live ones)."""
