@@ -26,6 +26,7 @@ import numpy as np
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes
 from voicegate.audio.pcm import Samples
+from voicegate.callers.line_caller import LineCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telephone import TelephoneLine
 from voicegate.errors import RemoteProtocolError
@@ -54,10 +55,8 @@ class Utterance:
     text: str
 
 
-class ConversationRelayCaller:
+class ConversationRelayCaller(LineCaller):
     """One emulated ConversationRelay session: prompts out, text tokens spoken, interrupts."""
-
-    sample_rate = SAMPLE_RATE
 
     def __init__(
         self,
@@ -71,8 +70,7 @@ class ConversationRelayCaller:
         endpoint_ms: int = DEFAULT_ENDPOINT_MS,
         interrupt_after_ms: int = DEFAULT_INTERRUPT_AFTER_MS,
     ) -> None:
-        self._line = TelephoneLine(script, TELEPHONE_ULAW, quiet_ms=quiet_ms)
-        self._call_sid = call_sid
+        super().__init__(TelephoneLine(script, TELEPHONE_ULAW, quiet_ms=quiet_ms), call_sid)
         self._parameters = dict(parameters or {})
         self._spare = list(transcripts)
         self._cue_speech = [_speech_span(cue.samples) for cue in script.cues]
@@ -85,31 +83,6 @@ class ConversationRelayCaller:
         self._reply_start = 0  # bytes played when the reply in progress began
         self.ended: dict[str, Any] | None = None  # the gateway's `end`, once it came
 
-    @property
-    def call_id(self) -> str:
-        """The CallSid this caller sends in ``setup``."""
-        return self._call_sid
-
-    @property
-    def now_ms(self) -> int:
-        """Media time of the next tick."""
-        return self._line.now_ms
-
-    @property
-    def bot_started_ms(self) -> list[int]:
-        """Media times at which Twilio began speaking the bot's text."""
-        return self._line.playback.bot_started_ms
-
-    @property
-    def clears(self) -> list[int]:
-        """Media times at which Twilio stopped the bot's speech for an interruption."""
-        return self._line.playback.clears
-
-    @property
-    def observed(self) -> list[dict[str, Any]]:
-        """The caller-side timeline (docs/timeline.md)."""
-        return self._line.observed
-
     def opening(self) -> list[str]:
         """The ``setup`` message."""
         setup = {
@@ -117,7 +90,7 @@ class ConversationRelayCaller:
             "sessionId": "VX00000000000000000000000000000042",
             "accountSid": "AC00000000000000000000000000000042",
             "parentCallSid": "",
-            "callSid": self._call_sid,
+            "callSid": self._call_id,
             "from": "+18005550100",
             "to": "+18005550101",
             "forwardedFrom": "",

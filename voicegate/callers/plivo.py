@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from voicegate.audio.pcm import Samples
+from voicegate.callers.line_caller import LineCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telephone import FRAME_MS, TelephoneLine
 from voicegate.errors import RemoteProtocolError
@@ -34,7 +34,7 @@ DEFAULT_CALL_ID = "12345678-0000-4000-8000-000000000042"
 _EPOCH_MS = 1_705_312_200_000
 
 
-class PlivoCaller:
+class PlivoCaller(LineCaller):
     """One emulated Plivo call: caller audio out, bot audio in, checkpoints and clearAudio."""
 
     def __init__(
@@ -47,46 +47,12 @@ class PlivoCaller:
         audio_format: AudioFormat = TELEPHONE_ULAW,
         quiet_ms: int | None = None,
     ) -> None:
-        self._line = TelephoneLine(script, audio_format, quiet_ms=quiet_ms)
-        self._call_id = call_id or DEFAULT_CALL_ID
+        super().__init__(
+            TelephoneLine(script, audio_format, quiet_ms=quiet_ms), call_id or DEFAULT_CALL_ID
+        )
         self._stream_id = stream_id
         self._extra_headers = ";".join(f"{k}={v}" for k, v in (parameters or {}).items())
         self._sequence = 0
-
-    @property
-    def call_id(self) -> str:
-        """The ``callId`` this caller sends: the gateway's id for the call."""
-        return self._call_id
-
-    @property
-    def sample_rate(self) -> int:
-        """The stream's rate (its content type's)."""
-        return self._line.wire.sample_rate
-
-    @property
-    def now_ms(self) -> int:
-        """Media time of the next frame."""
-        return self._line.now_ms
-
-    @property
-    def bot_started_ms(self) -> list[int]:
-        """Media times at which bot audio began playing."""
-        return self._line.playback.bot_started_ms
-
-    @property
-    def clears(self) -> list[int]:
-        """Media times at which a ``clearAudio`` arrived."""
-        return self._line.playback.clears
-
-    @property
-    def observed(self) -> list[dict[str, Any]]:
-        """The caller-side timeline (docs/timeline.md)."""
-        return self._line.observed
-
-    @property
-    def bot_track(self) -> bytearray:
-        """What the caller heard of the bot, in the stream's encoding, one frame per tick."""
-        return self._line.bot_track
 
     def opening(self) -> list[str]:
         """The ``start`` event."""
@@ -138,14 +104,6 @@ class PlivoCaller:
             case other:
                 raise RemoteProtocolError(f"plivo does not accept event {other!r}")
         return []
-
-    def finished(self, deadline_ms: int) -> bool:
-        """The script has played out and the bot is done (or the deadline passed)."""
-        return self._line.finished(deadline_ms)
-
-    def tracks(self) -> tuple[Samples, Samples]:
-        """Caller and bot audio as the caller's side experienced them, PCM16."""
-        return self._line.tracks()
 
     def _audio(self, data: dict[str, Any]) -> bytes:
         """playAudio's payload, in the stream's own content type and rate."""

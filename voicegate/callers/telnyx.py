@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from voicegate.audio.pcm import Samples
+from voicegate.callers.line_caller import LineCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telephone import FRAME_MS, TelephoneLine
 from voicegate.errors import RemoteProtocolError
@@ -32,10 +32,8 @@ MIN_CHUNK_BYTES = TELEPHONE_ULAW.bytes_for_ms(20)
 MAX_CHUNK_BYTES = TELEPHONE_ULAW.bytes_for_ms(30_000)
 
 
-class TelnyxCaller:
+class TelnyxCaller(LineCaller):
     """One emulated Telnyx call: caller audio out, bot audio in, marks and clear honoured."""
-
-    sample_rate = SAMPLE_RATE
 
     def __init__(
         self,
@@ -46,47 +44,16 @@ class TelnyxCaller:
         parameters: Mapping[str, str] | None = None,
         quiet_ms: int | None = None,
     ) -> None:
-        self._line = TelephoneLine(script, TELEPHONE_ULAW, quiet_ms=quiet_ms)
-        self._call_control_id = call_control_id
+        super().__init__(TelephoneLine(script, TELEPHONE_ULAW, quiet_ms=quiet_ms), call_control_id)
         self._stream_id = stream_id
         self._parameters = dict(parameters or {})
         self._sequence = 0
-
-    @property
-    def call_id(self) -> str:
-        """The ``call_control_id`` this caller sends: the gateway's id for the call."""
-        return self._call_control_id
-
-    @property
-    def now_ms(self) -> int:
-        """Media time of the next frame."""
-        return self._line.now_ms
-
-    @property
-    def bot_started_ms(self) -> list[int]:
-        """Media times at which bot audio began playing."""
-        return self._line.playback.bot_started_ms
-
-    @property
-    def clears(self) -> list[int]:
-        """Media times at which a ``clear`` arrived."""
-        return self._line.playback.clears
-
-    @property
-    def observed(self) -> list[dict[str, Any]]:
-        """The caller-side timeline (docs/timeline.md)."""
-        return self._line.observed
-
-    @property
-    def bot_track(self) -> bytearray:
-        """What the caller heard of the bot, μ-law, one frame per tick."""
-        return self._line.bot_track
 
     def opening(self) -> list[str]:
         """The ``connected`` and ``start`` frames."""
         start = {
             "user_id": "3e6f995f-0000-4000-8000-000000000042",
-            "call_control_id": self._call_control_id,
+            "call_control_id": self._call_id,
             "call_session_id": "ff55a038-0000-4000-8000-000000000042",
             "from": "+13122010094",
             "to": "+13122123456",
@@ -99,7 +66,7 @@ class TelnyxCaller:
 
     def closing(self) -> str:
         """The ``stop`` frame: the caller hung up."""
-        stop = {"user_id": "3e6f995f", "call_control_id": self._call_control_id}
+        stop = {"user_id": "3e6f995f", "call_control_id": self._call_id}
         return self._frame("stop", stop=stop)
 
     def tick(self) -> list[str | bytes]:
@@ -128,14 +95,6 @@ class TelnyxCaller:
             case other:
                 raise RemoteProtocolError(f"telnyx does not accept event {other!r}")
         return []
-
-    def finished(self, deadline_ms: int) -> bool:
-        """The script has played out and the bot is done (or the deadline passed)."""
-        return self._line.finished(deadline_ms)
-
-    def tracks(self) -> tuple[Samples, Samples]:
-        """Caller and bot audio as the caller's side experienced them, 8 kHz PCM16."""
-        return self._line.tracks()
 
     def _marks(self, names: list[str]) -> list[str]:
         return [self._frame("mark", mark={"name": name}) for name in names]

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from voicegate.audio.pcm import Samples
+from voicegate.callers.line_caller import LineCaller
 from voicegate.callers.script import CallerScript
 from voicegate.callers.telephone import TelephoneLine
 from voicegate.errors import RemoteProtocolError
@@ -29,7 +29,7 @@ DEFAULT_UUID = "aaaaaaaa-0000-4000-8000-000000000042"
 SAMPLE_RATES = (8000, 16000)
 
 
-class VonageCaller:
+class VonageCaller(LineCaller):
     """One emulated Vonage leg: binary caller audio out, bot audio in, notify and clear."""
 
     def __init__(
@@ -43,52 +43,16 @@ class VonageCaller:
         if script.sample_rate not in SAMPLE_RATES:
             raise ValueError(f"a Vonage caller streams L16 at one of {SAMPLE_RATES} Hz")
         wire = AudioFormat(AudioEncoding.L16, script.sample_rate)
-        self._line = TelephoneLine(script, wire, quiet_ms=quiet_ms)
-        self._uuid = uuid or DEFAULT_UUID
+        super().__init__(TelephoneLine(script, wire, quiet_ms=quiet_ms), uuid or DEFAULT_UUID)
         self._headers = dict(parameters or {})
         self._notifies: dict[str, Any] = {}  # mark name -> the payload to echo
-
-    @property
-    def call_id(self) -> str:
-        """The ``uuid`` header this caller sends: the gateway's id for the call."""
-        return self._uuid
-
-    @property
-    def sample_rate(self) -> int:
-        """The leg's L16 rate (its content-type's)."""
-        return self._line.wire.sample_rate
-
-    @property
-    def now_ms(self) -> int:
-        """Media time of the next frame."""
-        return self._line.now_ms
-
-    @property
-    def bot_started_ms(self) -> list[int]:
-        """Media times at which bot audio began playing."""
-        return self._line.playback.bot_started_ms
-
-    @property
-    def clears(self) -> list[int]:
-        """Media times at which a clear arrived."""
-        return self._line.playback.clears
-
-    @property
-    def observed(self) -> list[dict[str, Any]]:
-        """The caller-side timeline (docs/timeline.md)."""
-        return self._line.observed
-
-    @property
-    def bot_track(self) -> bytearray:
-        """What the caller heard of the bot, PCM16 at the leg's rate, one frame per tick."""
-        return self._line.bot_track
 
     def opening(self) -> list[str]:
         """The first text frame: connected, content-type and the NCCO headers."""
         first = {
             "event": "websocket:connected",
             "content-type": f"audio/l16;rate={self.sample_rate}",
-            "uuid": self._uuid,
+            "uuid": self._call_id,
             **self._headers,
         }
         return [json.dumps(first)]
@@ -117,14 +81,6 @@ class VonageCaller:
                 return [json.dumps({"event": "websocket:cleared"})]
             case other:
                 raise RemoteProtocolError(f"vonage does not accept action {other!r}")
-
-    def finished(self, deadline_ms: int) -> bool:
-        """The script has played out and the bot is done (or the deadline passed)."""
-        return self._line.finished(deadline_ms)
-
-    def tracks(self) -> tuple[Samples, Samples]:
-        """Caller and bot audio as the caller's side experienced them, PCM16."""
-        return self._line.tracks()
 
     def _queue_audio(self, frame: bytes) -> None:
         """Bot audio: exactly 20 ms of L16 per binary frame, as Vonage requires."""
