@@ -224,8 +224,7 @@ class FreeSwitchOptions:
     def __post_init__(self) -> None:
         # Fail when the server is built.
         freeswitch_capabilities(freeswitch_format(self.sample_rate), self.chunk_ms)
-        if (self.password is None) != (not self.username):
-            raise ConfigError("freeswitch username and password go together")
+        check_basic_pair("freeswitch", self.username, self.password)
 
 
 @dataclass(frozen=True, slots=True)
