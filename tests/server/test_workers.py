@@ -252,6 +252,8 @@ async def test_two_workers_share_calls_capacity_and_survive_a_killed_worker(
         survivor, task = going[0]
         survivor.hang_up()
         assert (await task)[0] == 1000
+        # Its session is released after the close frame; count the last call on an empty gateway.
+        await eventually(lambda: _total_is(server, 0), "the survivor's call to be released")
 
         # SIGTERM drains every worker (a running call is closed at the deadline), exit 0.
         last = HeldCall(server.stream_url)
