@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 import math
 import shutil
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from voicegate.clock.virtual import (
     VirtualTimeLoop,
     charged,
     offloaded,
+    real_time,
     run_virtual,
 )
 from voicegate.errors import ConfigError
@@ -54,6 +56,27 @@ def test_time_jumps_to_the_next_timer_when_nothing_can_run() -> None:
         return loop.time()
 
     assert run_virtual(main()) == 3601.25
+
+
+def test_in_real_time_a_process_gets_its_grace_period_on_the_wall_clock() -> None:
+    """A child that exits 0.3 s after it starts outlives a 2 s timeout at full speed (the
+    timeout is virtual), and is seen to exit within it in ``real_time()`` (MCP shutdown)."""
+
+    async def exits_within_timeout(paced: bool) -> bool:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import time; time.sleep(0.3)"
+        )
+        exited = asyncio.ensure_future(child.wait())
+        if paced:
+            with real_time():
+                done, _ = await asyncio.wait({exited}, timeout=2)
+        else:
+            done, _ = await asyncio.wait({exited}, timeout=2)
+        await exited
+        return bool(done)
+
+    assert run_virtual(exits_within_timeout(paced=True)) is True
+    assert run_virtual(exits_within_timeout(paced=False)) is False
 
 
 def test_a_thread_job_stops_time_and_lands_its_modelled_latency_later() -> None:

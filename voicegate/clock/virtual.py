@@ -80,6 +80,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._wall_start = time.perf_counter()
         self._holds = 0
         self._idle_polls = 0
+        self._anchor: tuple[float, float] | None = None  # (wall, virtual) in real_time()
 
     def time(self) -> float:
         """Virtual seconds since the loop was made."""
@@ -114,6 +115,21 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         finally:
             self._holds -= 1
 
+    @contextlib.contextmanager
+    def in_real_time(self) -> Iterator[None]:
+        """Run virtual time at the wall clock's pace for the block.
+
+        For waits on the outside world that polls and timeouts bound, such as a server
+        process exiting: at full speed its grace period would be over before the process had
+        a real chance to exit, while holding time would stop the polls that see it exit.
+        """
+        outer = self._anchor
+        self._anchor = (time.perf_counter(), self._now)
+        try:
+            yield
+        finally:
+            self._anchor = outer
+
     def run_in_executor(  # type: ignore[override]
         self, executor: concurrent.futures.Executor | None, func: Callable[..., _T], *args: Any
     ) -> asyncio.Future[_T]:
@@ -140,14 +156,23 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def _advance(self, timeout: float) -> _Events:
         """Jump to the next timer, first waiting on the wall clock when a pace is set."""
         target = self._now + timeout
-        if self._pace is not None:
-            due = self._wall_start + target / self._pace
+        due = self._wall_due(target)
+        if due is not None:
             ready = self._real_select(max(0.0, due - time.perf_counter()))
             if ready:  # something came in while pacing: handle it before time moves
                 return ready
         self._idle_polls = 0
         self._now = target
         return []
+
+    def _wall_due(self, target: float) -> float | None:
+        """When virtual ``target`` may be reached on the wall clock (None: at once)."""
+        if self._anchor is not None:
+            wall, virtual = self._anchor
+            return wall + (target - virtual)
+        if self._pace is not None:
+            return self._wall_start + target / self._pace
+        return None
 
 
 def virtual_loop() -> VirtualTimeLoop | None:
@@ -167,6 +192,18 @@ def holding() -> Iterator[None]:
         yield
         return
     with loop.held():
+        yield
+
+
+@contextlib.contextmanager
+def real_time() -> Iterator[None]:
+    """Let virtual time run no faster than the wall clock for the block (no effect on a
+    real-time loop)."""
+    loop = virtual_loop()
+    if loop is None:
+        yield
+        return
+    with loop.in_real_time():
         yield
 
 

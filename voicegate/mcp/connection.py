@@ -27,7 +27,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Implementation, Tool
 
-from voicegate.clock.virtual import holding
+from voicegate.clock.virtual import holding, real_time
 from voicegate.errors import McpServerError
 from voicegate.mcp.config import HttpTransport, McpServerConfig, StdioTransport
 from voicegate.mcp.watch import watched
@@ -120,7 +120,10 @@ class McpConnection:
             return
         if self._client is None:  # still connecting: nothing to wind down gracefully
             task.cancel()
-        _, pending = await asyncio.wait({task}, timeout=CLOSE_PATIENCE)
+        # A server exits in its own (wall) time: at a replay's full speed the grace periods
+        # would be over before it could, and a clean shutdown would be a kill (docs/replay.md).
+        with real_time():
+            _, pending = await asyncio.wait({task}, timeout=CLOSE_PATIENCE)
         if pending:
             log.warning("MCP server %r did not shut down in time; cancelling", self.server.name)
             task.cancel()
