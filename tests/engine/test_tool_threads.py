@@ -166,7 +166,7 @@ async def test_tool_calls_share_one_loop_so_loop_bound_clients_keep_working(
 
 
 async def test_a_blocked_tool_times_out_and_the_next_call_runs_on_a_fresh_loop(
-    tool_loops: ToolLoops,
+    tool_loops: ToolLoops, caplog: pytest.LogCaptureFixture
 ) -> None:
     unblock = threading.Event()
     calls: list[str] = []
@@ -189,5 +189,9 @@ async def test_a_blocked_tool_times_out_and_the_next_call_runs_on_a_fresh_loop(
     assert calls[0] != calls[1]  # the stalled loop was replaced
     unblock.set()
     await asyncio.sleep(0.3)
-    # the abandoned call's late write was discarded
+    # the abandoned call's late write was discarded, and how it ended is logged
     assert engine.session("c1").memory.value(CARDS) is None
+    messages = [record.getMessage() for record in caplog.records]
+    discarded = "tool 'work' was abandoned; its memory write to 'cards.card_list' is discarded"
+    assert discarded in messages
+    assert "abandoned tool 'work' ended normally (its result is discarded)" in messages

@@ -237,6 +237,9 @@ class ToolLoops:
         done, _ = await asyncio.wait({outcome}, timeout=self._grace)
         if not done:
             calls.abandon()
+            # Nobody awaits the outcome now; whatever the tool ends with later is only logged
+            # here, not left as "Future exception was never retrieved".
+            outcome.add_done_callback(_log_abandoned_end(name))
             log.error(
                 "tool %r did not stop within %.1f s of its cancel (its thread is blocked); "
                 "it is abandoned: what it writes or sends from now on is discarded",
@@ -281,6 +284,22 @@ class ToolLoops:
         for tool_loop in loops:
             if not tool_loop.join(JOIN_TIMEOUT_S):
                 log.error("a tool thread is still blocked at shutdown; it is left behind")
+
+
+def _log_abandoned_end(name: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done callback for an abandoned call's outcome: log how the tool finally ended."""
+
+    def log_end(outcome: asyncio.Future[Any]) -> None:
+        error = None if outcome.cancelled() else outcome.exception()
+        if isinstance(error, Abandoned):
+            how = "at its next engine call, which was refused"
+        elif error is not None:
+            how = f"with {type(error).__name__}: {error}"
+        else:
+            how = "normally (its result is discarded)"
+        log.warning("abandoned tool %r ended %s", name, how)
+
+    return log_end
 
 
 def _returned(outcome: asyncio.Future[Any]) -> bool:
