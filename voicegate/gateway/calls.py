@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError, StoreError
+from voicegate.gateway.overload import LoadGuard
 from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
@@ -155,10 +156,13 @@ class CallRegistry:
         capacity: int | CapacityGate,
         waiting: int | None = None,
         leases: CallLeases | None = None,
+        load: LoadGuard | None = None,
     ) -> None:
         self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
         # The deployment's call registry (Redis): while unreachable, new calls are refused.
         self._leases = leases
+        # This worker's media loop running behind: new calls are shed (gateway/overload.py).
+        self._load = load
         self._waiting = self._gate.capacity if waiting is None else waiting
         self._admission = Admission.STARTING
         self._calls: dict[str, ActiveCall] = {}
@@ -192,6 +196,8 @@ class CallRegistry:
             return unreachable
         if self._gate.active_calls() >= self._gate.capacity:
             return self._full()
+        if self._load is not None:
+            return self._load.refusal()
         return None
 
     def _full(self) -> Refusal:

@@ -28,6 +28,7 @@ from voicegate.gateway.calls import CallRegistry, DrainResult
 from voicegate.gateway.loopwatch import watch_loop
 from voicegate.gateway.metrics import GatewayMetrics
 from voicegate.gateway.options import GatewayOptions
+from voicegate.gateway.overload import LoadGuard
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.server import build_app
 from voicegate.gateway.session import SessionRunner
@@ -73,8 +74,12 @@ class Gateway:
         self.worker = worker
         # With a call registry shared by the nodes (Redis), admission and /readyz consult it.
         leases = runner.services.leases if isinstance(runner, SessionRunner) else None
+        self.load = LoadGuard(options.limits.shed_lag_ms)
         self.calls = CallRegistry(
-            SharedCapacityGate(self.board, worker), options.limits.max_waiting_for_start, leases
+            SharedCapacityGate(self.board, worker),
+            options.limits.max_waiting_for_start,
+            leases,
+            self.load,
         )
         self.metrics = metrics
         logs = options.call_logs
@@ -141,6 +146,7 @@ class Gateway:
     def record_lag(self, lag_ms: float) -> None:
         """One media-loop lag sample, onto this worker's slot."""
         self.board.record_lag(self.worker, lag_ms)
+        self.load.record(lag_ms)
         if self.metrics is not None:
             self.metrics.record_lag(lag_ms)
 
