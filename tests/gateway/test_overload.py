@@ -1,4 +1,4 @@
-"""Load shedding (gateway/overload.py): the media loop's median lag decides, with hysteresis."""
+"""Load shedding (gateway/overload.py): lateness past 50 ms over a window sets a call limit."""
 
 from __future__ import annotations
 
@@ -20,61 +20,86 @@ class Clock:
         return self.now
 
 
-def feed(guard: LoadGuard, clock: Clock, lags_ms: list[float], every_s: float = 0.01) -> None:
+def feed(guard: LoadGuard, clock: Clock, lags_ms: list[float]) -> None:
+    """Samples as the loop monitor takes them: each after a 10 ms sleep and its lateness."""
     for lag in lags_ms:
-        clock.now += every_s + lag / 1000
+        clock.now += 0.01 + lag / 1000
         guard.record(lag)
 
 
-def test_single_stalls_shed_nothing_but_a_loop_that_stays_behind_does() -> None:
+def guard_on(clock: Clock, min_calls: int = 1) -> LoadGuard:
+    return LoadGuard(0.15, min_calls=min_calls, clock=clock)
+
+
+def test_a_loop_always_a_little_late_sheds_nothing() -> None:
     clock = Clock()
-    guard = LoadGuard(60.0, clock=clock)
-    feed(guard, clock, [1, 2, 400, 1, 3, 250, 2, 1, 500, 2])  # GC passes, call-start bursts
-    assert not guard.shedding
-    assert guard.refusal() is None
-    feed(guard, clock, [80, 95, 120, 70, 90, 110, 85, 100, 90, 75, 130])
-    assert guard.shedding
-    refusal = guard.refusal()
+    guard = guard_on(clock)
+    feed(guard, clock, [30, 45, 20, 40] * 100)  # late all the time, within the playout margin
+    assert not guard.overloaded
+    assert guard.refusal(200) is None
+    assert guard.limit is None
+
+
+def test_one_stall_sheds_nothing() -> None:
+    clock = Clock()
+    guard = guard_on(clock)
+    feed(guard, clock, [1] * 50 + [250] + [1] * 50)  # a GC pass: 200 ms past the margin in 2 s
+    assert not guard.overloaded
+    assert guard.refusal(100) is None
+
+
+def test_a_loop_that_stays_behind_caps_the_calls_at_90_percent_of_those_held() -> None:
+    clock = Clock()
+    guard = guard_on(clock)
+    feed(guard, clock, [1, 120, 2, 300, 1, 180, 90, 400, 3, 150] * 3)
+    assert guard.overloaded
+    refusal = guard.refusal(100)
     assert refusal is not None
     assert refusal.code == CLOSE_TRY_AGAIN_LATER
-    assert refusal.reason.startswith("overloaded: the media loop is ")
+    assert refusal.reason.startswith("overloaded: this worker carries 100 calls")
+    assert guard.limit == 90
+    assert guard.refusal(89) is None  # calls ended below the limit: the next one is taken
+    assert guard.refusal(90) is not None
 
 
-def test_shedding_stops_only_below_half_the_threshold() -> None:
+def test_the_limit_grows_back_while_the_loop_keeps_time() -> None:
     clock = Clock()
-    guard = LoadGuard(60.0, clock=clock)
-    feed(guard, clock, [100] * 20)
-    assert guard.shedding
-    feed(guard, clock, [45] * 200)  # under the threshold, above half of it: still shedding
-    assert guard.shedding
-    feed(guard, clock, [5] * 300)
-    assert not guard.shedding
+    guard = guard_on(clock)
+    feed(guard, clock, [300] * 10)
+    assert guard.refusal(100) is not None
+    assert guard.limit == 90
+    feed(guard, clock, [2] * 400)  # about 4.8 s of a loop on time
+    assert not guard.overloaded
+    assert guard.limit is not None
+    assert 90 < guard.limit < 110  # a few 5 % steps, one per 2 s window at most
+    assert guard.refusal(guard.limit - 1) is None
 
 
-def test_old_samples_leave_the_window() -> None:
+def test_the_limit_is_cut_once_per_window() -> None:
     clock = Clock()
-    guard = LoadGuard(60.0, window_s=2.0, clock=clock)
-    feed(guard, clock, [100] * 10)
-    assert guard.shedding
-    clock.now += 10.0  # a quiet spell with no samples at all (a stalled monitor excepted)
-    feed(guard, clock, [1, 1, 1])
-    assert not guard.shedding
+    guard = guard_on(clock)
+    feed(guard, clock, [300] * 10)
+    assert guard.refusal(100) is not None
+    assert guard.refusal(50) is None  # in the same window: no second cut to 45
+    assert guard.limit == 90
 
 
-def test_too_few_samples_decide_nothing() -> None:
+def test_the_limit_never_falls_below_min_calls() -> None:
     clock = Clock()
-    guard = LoadGuard(60.0, clock=clock)
-    feed(guard, clock, [900, 900])
-    assert not guard.shedding
+    guard = guard_on(clock, min_calls=10)
+    feed(guard, clock, [300] * 10)
+    assert guard.overloaded
+    assert guard.refusal(3) is None  # a worker late with 3 calls is not late because of them
+    assert guard.limit == 10
+    assert guard.refusal(10) is not None
 
 
-def test_starting_and_stopping_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_cut_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
-    guard = LoadGuard(60.0, clock=clock)
-    with caplog.at_level(logging.INFO, logger="voicegate.gateway.overload"):
-        feed(guard, clock, [100] * 5 + [1] * 400)
-    messages = [record.getMessage() for record in caplog.records]
-    assert messages[0].startswith("the media loop is 100 ms behind")
-    assert "refusing new calls until it is below 30 ms" in messages[0]
-    assert messages[1].startswith("the media loop caught up")
-    assert len(messages) == 2
+    guard = guard_on(clock)
+    with caplog.at_level(logging.WARNING, logger="voicegate.gateway.overload"):
+        feed(guard, clock, [300] * 10)
+        guard.refusal(40)
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert "with 40 calls" in message
+    assert message.endswith("this worker now takes at most 36")

@@ -33,6 +33,8 @@ async def _readiness(server: Server) -> tuple[int, str]:
 
 async def test_a_worker_behind_refuses_new_calls_and_keeps_its_call(tmp_path: Path) -> None:
     config = write_config(tmp_path, 10)
+    with config.open("a", encoding="utf-8") as settings:
+        settings.write("limits:\n  shed_min_calls: 1\n")  # one call is enough to shed here
     async with serving("--workers", "1", "--config", str(config)) as server:
         worker = (await server.workers())[0]["pid"]
         held = HeldCall(server.stream_url)
@@ -55,7 +57,7 @@ async def test_a_worker_behind_refuses_new_calls_and_keeps_its_call(tmp_path: Pa
             code, reason = await HeldCall(server.stream_url).run()
             assert code == 1013
             assert reason is not None
-            assert reason.startswith("overloaded: the media loop is ")
+            assert reason.startswith("overloaded: this worker carries 1 call, its media loop")
 
             stop.set()
             await stalling

@@ -197,7 +197,7 @@ class CallRegistry:
         if self._gate.active_calls() >= self._gate.capacity:
             return self._full()
         if self._load is not None:
-            return self._load.refusal()
+            return self._load.refusal(len(self._live))
         return None
 
     def _full(self) -> Refusal:

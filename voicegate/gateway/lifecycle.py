@@ -74,7 +74,8 @@ class Gateway:
         self.worker = worker
         # With a call registry shared by the nodes (Redis), admission and /readyz consult it.
         leases = runner.services.leases if isinstance(runner, SessionRunner) else None
-        self.load = LoadGuard(options.limits.shed_lag_ms)
+        limits = options.limits
+        self.load = LoadGuard(limits.shed_late_share, min_calls=limits.shed_min_calls)
         self.calls = CallRegistry(
             SharedCapacityGate(self.board, worker),
             options.limits.max_waiting_for_start,

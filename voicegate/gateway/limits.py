@@ -48,10 +48,13 @@ class Limits:
     requests_per_ip_burst: int = 200
     # WebSockets open at once from one client address; beyond, 429 with a reason.
     sockets_per_ip: int = 1000
-    # New calls are refused (1013, /readyz 503) while the media loop's median lag over 2 s
-    # exceeds this many ms, and taken again below half of it (gateway/overload.py). Calls
-    # already up keep real-time audio instead of all degrading together.
-    shed_lag_ms: float = 60.0
+    # A worker whose media loop was more than 50 ms late for over this share of the last 2 s
+    # takes no more calls than 90 % of those it holds (1013, /readyz 503), and raises that
+    # limit again as it recovers (gateway/overload.py): the calls already up keep real-time
+    # audio instead of all degrading together.
+    shed_late_share: float = 0.15
+    # ... but never below this many calls.
+    shed_min_calls: int = 10
     # Timeline records kept per call; later ones are counted in a "timeline_truncated" record.
     timeline_max_records: int = 5000
     # Longest peer- or engine-supplied string kept in a timeline record (longer ones are cut).
