@@ -8,6 +8,7 @@ import pytest
 
 from voicegate.gateway.bargein import (
     Action,
+    AgentFirst,
     BargeInPolicy,
     BargeInState,
     CancelTurn,
@@ -255,6 +256,24 @@ def test_dtmf_while_idle_starts_a_turn() -> None:
     state, actions = run([Dtmf(now_ms=100, digits="5")])
     assert actions == [StartTurn(dtmf="5")]
     assert state.phase is Phase.BOT_THINKING
+
+
+def test_an_agent_that_speaks_first_starts_the_calls_first_turn() -> None:
+    state, actions = run([AgentFirst(now_ms=0, text="/session_start")])
+    assert actions == [StartTurn(text="/session_start")]
+    assert state.phase is Phase.BOT_THINKING
+    assert state.turn_running
+    # The greeting is a turn like any other: the caller can talk over it.
+    state, actions = run([PlayoutStarted(now_ms=300), *caller_turn(at=500)], state=state)
+    assert isinstance(actions[1], CancelTurn)
+    assert actions[-1] == StartTurn(text="check my balance")
+
+
+def test_a_caller_who_talks_first_keeps_the_floor() -> None:
+    talking, _ = run([SpeechStarted(now_ms=60, onset_ms=0)])
+    state, actions = run([AgentFirst(now_ms=80, text="/session_start")], state=talking)
+    assert actions == []
+    assert state == talking
 
 
 def test_dtmf_while_speaking_interrupts_and_starts_a_turn() -> None:

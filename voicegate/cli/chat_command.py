@@ -23,7 +23,8 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,9 +52,12 @@ from voicegate.engine.seam import (
     UserInput,
     event_record,
 )
+from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import ConfigError, VoicegateError
+from voicegate.mcp.connection import LaunchOptions
+from voicegate.mcp.runtime import declared_servers, project_tools
 
 CALL_ID = "chat"
 #: What ``--show`` can print before each model request.
@@ -113,14 +117,43 @@ def run(args: argparse.Namespace) -> int:
         printer = _Printer(sys.stdout, args.json)
         llm = _llm_factory(args.llm, project)
         model = _shown(llm, printer, show) if show else llm
-        engine = ProjectEngine(project, model, store, tool_loops=tool_loops)
-        printer.engine = engine if show else None  # framework calls come with any --show
         call = CallInfo(CALL_ID, conversation_id=args.conversation or uuid.uuid4().hex)
-        asyncio.run(_chat(engine, call, sys.stdin, printer))
+        tools = _project_tools(args.project, project)
+
+        def build(catalog: ToolCatalog) -> ProjectEngine:
+            return ProjectEngine(project, model, store, catalog=catalog, tool_loops=tool_loops)
+
+        asyncio.run(_chat_with_tools(tools, build, call, printer, show_framework=bool(show)))
     finally:
         tool_loops.close()
         store.close()
     return 0
+
+
+def _project_tools(root: Path, project: Project) -> AbstractAsyncContextManager[ToolCatalog]:
+    """The project's tools with its MCP servers connected, as ``serve`` has them (§10.2).
+
+    A server that cannot be started, connected or listed stops the chat before the first
+    turn, naming the failure, rather than leaving an imported tool missing mid-conversation.
+    """
+    servers = declared_servers(root, os.environ)
+    # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
+    return project_tools(project, servers, LaunchOptions(root.resolve(), stderr=sys.__stderr__))
+
+
+async def _chat_with_tools(
+    tools: AbstractAsyncContextManager[ToolCatalog],
+    build: Callable[[ToolCatalog], ProjectEngine],
+    call: CallInfo,
+    printer: _Printer,
+    *,
+    show_framework: bool,
+) -> None:
+    """Chat with the engine ``build`` makes over the catalog ``tools`` opens (and closes)."""
+    async with tools as catalog:
+        engine = build(catalog)
+        printer.engine = engine if show_framework else None  # framework calls: any --show
+        await _chat(engine, call, sys.stdin, printer)
 
 
 def parse_show(value: str) -> frozenset[str]:

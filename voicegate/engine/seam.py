@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from voicegate.engine.tools.buttons import Button
 
@@ -72,6 +72,10 @@ class SilenceTimeout:
 
 
 UserInput = Transcript | Dtmf | ButtonPress | SilenceTimeout
+
+#: The input a channel sends when a session starts, so the agent may speak first (contract
+#: §5.7: override ``default_session_start`` "and have the channel send ``/session_start``").
+SESSION_START_INPUT = "/session_start"
 
 SaySource = Literal["model", "tool", "response"]
 
@@ -212,6 +216,20 @@ class TurnEventStream(Protocol):
     ) -> None:
         """Close the stream."""
         ...
+
+
+@runtime_checkable
+class SpeaksFirst(Protocol):
+    """An engine that may speak first when a call connects (optional for engines)."""
+
+    def speaks_first(self, call_id: str) -> bool:
+        """Whether the channel should open the call with a ``/session_start`` turn."""
+        ...
+
+
+def speaks_first(engine: object, call_id: str) -> bool:
+    """Whether ``engine`` wants a ``/session_start`` turn when the call connects."""
+    return isinstance(engine, SpeaksFirst) and engine.speaks_first(call_id)
 
 
 class DialogueEngine(Protocol):

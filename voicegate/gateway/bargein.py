@@ -103,6 +103,14 @@ class Dtmf:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentFirst:
+    """The call connected and the agent speaks first: a turn with this input (contract §5.7)."""
+
+    now_ms: MediaMs
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     """The turn task finished on its own (not cancelled by this machine)."""
 
@@ -136,6 +144,7 @@ Event = (
     | SpeechEnded
     | Transcript
     | Dtmf
+    | AgentFirst
     | TurnEnded
     | PlayoutStarted
     | PlayoutDrained
@@ -290,6 +299,10 @@ def _bookkeeping(state: BargeInState, event: Event, policy: BargeInPolicy) -> St
         case Dtmf(digits=digits) if not state.turn_running:
             started = replace(state, phase=Phase.BOT_THINKING, turn_running=True)
             return started, [StartTurn(dtmf=digits)]
+        case AgentFirst(text=text) if state.phase is Phase.IDLE and not state.turn_running:
+            # A caller who already started talking keeps the floor: their turn comes first.
+            started = replace(state, phase=Phase.BOT_THINKING, turn_running=True)
+            return started, [StartTurn(text=text)]
     return state, []
 
 

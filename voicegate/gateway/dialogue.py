@@ -32,7 +32,14 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from voicegate.engine.seam import CallInfo, DialogueEngine, TurnEvent, TurnEventStream, UserInput
+from voicegate.engine.seam import (
+    CallInfo,
+    DialogueEngine,
+    TurnEvent,
+    TurnEventStream,
+    UserInput,
+    speaks_first,
+)
 from voicegate.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -179,6 +186,10 @@ class ThreadedEngine:
     def plane(self) -> DialoguePlane:
         """Where the engine runs (e.g. to reach its MCP sessions from a test)."""
         return self._plane
+
+    def speaks_first(self, call_id: str) -> bool:
+        """Whether the engine on the plane opens calls with ``/session_start``."""
+        return speaks_first(self._engine, call_id)
 
     async def open(self, call: CallInfo) -> None:
         """Open the session on the dialogue loop (only this call waits for it)."""

@@ -29,6 +29,7 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.codecs.conversationrelay import ConversationRelayCodec
 from voicegate.codecs.events import PlaybackInterrupted, ProviderError, TranscriptReceived
 from voicegate.engine.seam import (
+    SESSION_START_INPUT,
     CallInfo,
     EndCall,
     Say,
@@ -36,6 +37,7 @@ from voicegate.engine.seam import (
     TurnEvent,
     UserInput,
     event_record,
+    speaks_first,
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
@@ -160,6 +162,9 @@ class RelaySession:
         info = CallInfo(self._gate.call_id, self._call_id, metadata=started.metadata)
         await self._services.engine.open(info)
         self._engine_open = True
+        if speaks_first(self._services.engine, self._gate.call_id):
+            # The session started: an overridden default_session_start greets (§5.7).
+            self._start_turn(TranscriptInput(SESSION_START_INPUT))
         return True
 
     async def _interrupt(self, heard: str, duration_ms: int | None) -> None:

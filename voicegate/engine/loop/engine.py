@@ -8,6 +8,7 @@ import logging
 
 from voicegate.engine.history import BotUttered, MemoryWritten
 from voicegate.engine.llm.port import LLMFactory
+from voicegate.engine.loop.flows import SESSION_START
 from voicegate.engine.loop.persistence import (
     Checkpoint,
     CheckpointedStream,
@@ -68,6 +69,15 @@ class ProjectEngine:
     def catalog(self) -> ToolCatalog:
         """Every tool the engine can dispatch (local, shared and MCP)."""
         return self._catalog
+
+    def speaks_first(self, call_id: str) -> bool:
+        """Whether a call opens with ``/session_start``: the project overrides that skill.
+
+        Contract §5.7: the bundled ``default_session_start`` says nothing; a project that
+        replaces it (to greet, or to load a profile first) has the channel send
+        ``/session_start``. A voice call's session starts when it connects.
+        """
+        return SESSION_START in self.project.skills
 
     async def open(self, call: CallInfo) -> None:
         """Start a session: load its memory, resume its saved state or seed it, claim it."""

@@ -25,9 +25,10 @@ from voicegate.engine.history import EventHistory
 from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.snapshot import Snapshot, dumps, loads
 from voicegate.engine.loop.stream import TurnChannel, TurnStream
-from voicegate.engine.loop.turn_runner import SESSION_START_INPUT, run_turn
+from voicegate.engine.loop.turn_runner import run_turn
 from voicegate.engine.memory.store import InMemoryStore, MemoryStore
 from voicegate.engine.seam import (
+    SESSION_START_INPUT,
     ToolFinished,
     ToolStarted,
     TurnEnded,

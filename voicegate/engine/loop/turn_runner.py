@@ -41,14 +41,18 @@ from voicegate.engine.loop.skills import activate_skill
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
-from voicegate.engine.seam import ButtonPress, TurnEnded, UserInput, user_text
+from voicegate.engine.seam import (
+    SESSION_START_INPUT,
+    ButtonPress,
+    TurnEnded,
+    UserInput,
+    user_text,
+)
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import EngineError, StoreError
 
 #: Model steps one user turn may take before the engine stops it (a looping model).
 MAX_MODEL_STEPS = 10
-#: What a channel sends to make the agent speak first (contract §5.7).
-SESSION_START_INPUT = "/session_start"
 
 
 async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> None:

@@ -28,7 +28,7 @@ from voicegate.codecs import (
     ProtocolReply,
 )
 from voicegate.codecs import Event as CodecEvent
-from voicegate.engine.seam import CallInfo
+from voicegate.engine.seam import SESSION_START_INPUT, CallInfo, speaks_first
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, StoreError
 from voicegate.gateway import bargein
 from voicegate.gateway.pacing import InboundPacer
@@ -183,6 +183,11 @@ class CallSession:
             return False
         assert self._tasks is not None
         self._tasks.create_task(parts.transcripts.run())
+        if speaks_first(self._services.engine, self._gate.call_id):
+            # The session started: a project that overrides default_session_start (to greet
+            # the caller) hears /session_start from its channel, as contract §5.7 says.
+            start = bargein.AgentFirst(self._clock.now_ms, SESSION_START_INPUT)
+            await parts.reactions.apply(start)
         return True
 
     def _open_parts(self, started: CallStarted) -> CallParts:
