@@ -97,6 +97,27 @@ def test_asterisk_only_ever_yields_outputs_or_protocol_errors(
     assert_only_events_or_protocol_errors(codec, batch)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '"connection_id":null',  # found by the property test below: it used to half-start
+        '"connection_id":""',
+        '"ptime":0',
+        '"channel_id":7',
+    ],
+)
+def test_a_refused_media_start_leaves_the_codec_waiting_for_one(bad: str) -> None:
+    codec = AsteriskCodec("c")
+    start = (
+        '{"event":"MEDIA_START","channel":"WebSocket/c/0x1","channel_id":"1.1",'
+        f'"format":"ulaw","optimal_frame_size":160,{bad}}}'
+    )
+    assert_only_events_or_protocol_errors(codec, [start])
+    with pytest.raises(RemoteProtocolError):
+        codec.receive(start)
+    assert codec.receive(PLAIN_SEEDS[0])  # a good MEDIA_START is still taken
+
+
 def test_flow_control_is_bounded_and_blames_the_peer() -> None:
     # A MEDIA_XOFF without a MEDIA_XON must not grow a buffer: past max_held_ms the call ends
     # as the peer's protocol error (the session closes it with the reason), and the codec is

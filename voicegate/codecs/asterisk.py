@@ -177,19 +177,21 @@ class AsteriskCodec(StreamCodec):
         if not 0 < frame <= MAX_MEDIA_BYTES or frame % audio_format.bytes_per_sample:
             raise start.error("optimal_frame_size", f"is not a frame of {name}: {frame}")
         channel_id = start.optional_text("channel_id")
+        connection_id = start.optional_text("connection_id")
         metadata: dict[str, JsonValue] = {**self._parameters, **_variables(start)}
         for key in ("connection_id", "channel", "channel_id", "format"):
             if key in start.fields:
                 metadata[key] = start.fields[key]
-        self._frame_bytes = frame
         ptime = start.integer("ptime", DEFAULT_PTIME_MS)  # absent before 20.18 / 22.8 / 23.2
         if not 0 < ptime <= 1000:
             raise start.error("ptime", f"must be 1-1000 ms, got {ptime}")
+        # Every check above may refuse the message; only now does the codec change.
+        self._frame_bytes = frame
         self._ptime_ms = ptime
         self._capabilities = asterisk_capabilities(audio_format)
         self._started()
         return CallStarted(
-            stream_id=start.optional_text("connection_id") or self._call_id,
+            stream_id=connection_id or self._call_id,
             call_id=channel_id or self._call_id,
             audio_format=audio_format,
             metadata=metadata,
