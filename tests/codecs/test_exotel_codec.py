@@ -24,7 +24,7 @@ from tests.codecs.codec_transcripts import (
     replay,
     transcript_paths,
 )
-from voicegate.codecs import ExotelCodec, PlayAudio
+from voicegate.codecs import CallEnded, ExotelCodec, PlayAudio
 from voicegate.codecs.exotel import CHUNK_MULTIPLE, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES
 from voicegate.errors import ConfigError, LocalProtocolError
 from voicegate.types import AudioEncoding, AudioFormat
@@ -97,3 +97,12 @@ def test_exotel_only_ever_yields_outputs_or_protocol_errors(
     if started:
         codec.receive(valid_start("exotel"))
     assert_only_events_or_protocol_errors(codec, batch)
+
+
+def test_a_refused_stop_leaves_the_call_going() -> None:
+    codec = ExotelCodec()
+    codec.receive(valid_start("exotel"))
+    # Found by the property test above: the stream used to end before `stop` was read.
+    assert_only_events_or_protocol_errors(codec, ['{"event":"stop","stop":false}'])
+    (ended,) = codec.receive('{"event":"stop","stop":{"reason":"callended"}}')
+    assert ended == CallEnded("exotel sent stop (callended)")

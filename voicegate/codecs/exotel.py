@@ -120,10 +120,10 @@ class ExotelCodec(StreamCodec):
                 return DtmfReceived(msg.child("dtmf").dtmf_digit("digit"))
             case "mark":
                 return MarkReached(msg.child("mark").text("name"))
-            case _:  # "stop"
-                self._end()
+            case _:  # "stop": read it whole before ending, so a refused one changes nothing
                 stop = msg.optional_child("stop")
                 reason = stop.optional_text("reason") if stop is not None else None
+                self._end()
                 return CallEnded(f"exotel sent stop ({reason})" if reason else "exotel sent stop")
 
     def _on_start(self, msg: JsonObject) -> CallStarted:
