@@ -2,7 +2,7 @@
 
 ``voicegate replay`` streams one of these as the caller's side of a call:
 
-- ``*.wav``: mono 16-bit PCM at any rate;
+- ``*.wav``: any WAV :func:`voicegate.audio.wav.read_wav` reads, at any rate;
 - ``*.ulaw`` (or ``*.mulaw``): headerless G.711 μ-law at 8 kHz, as telephony captures are;
 - ``*.jsonl``: Twilio Media Streams messages, one per line (``connected``, ``start``, ``media``,
   ``stop``; providers.md §b.1). The inbound ``media`` payloads are the caller's audio, placed at
