@@ -75,6 +75,49 @@ def test_twilio_timestamps_place_the_audio_and_other_tracks_are_left_out(tmp_pat
     assert (recording.samples[480:] > 4000).all()
 
 
+def media_message(at_ms: int, chunk: int, payload: bytes) -> str:
+    """A Twilio media message with its chunk number."""
+    body = {
+        "track": "inbound",
+        "chunk": str(chunk),
+        "timestamp": str(at_ms),
+        "payload": base64.b64encode(payload).decode(),
+    }
+    return json.dumps({"event": "media", "media": body})
+
+
+def test_twilio_media_out_of_order_or_written_twice_is_placed_by_its_timestamp(
+    tmp_path: Path,
+) -> None:
+    frames = [np.full(160, level, dtype=np.int16) for level in (1000, 3000, 6000, 9000)]
+    lines = [media_message(20 * i, i + 1, samples_to_ulaw_bytes(f)) for i, f in enumerate(frames)]
+    in_order = tmp_path / "in_order.jsonl"
+    in_order.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shuffled = tmp_path / "shuffled.jsonl"
+    # A logger that wrote asynchronously: chunk 3 before 2, and chunk 4 written twice.
+    shuffled.write_text("\n".join(lines[i] for i in (0, 2, 1, 3, 3)) + "\n", encoding="utf-8")
+    expected = load_recording(in_order).samples
+    assert len(expected) == 640
+    assert np.array_equal(load_recording(shuffled).samples, expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("header.wav", None), ("one.ulaw", b"\x00" * 159), ("one_sample.wav", np.ones(1))],
+)
+def test_a_recording_shorter_than_a_frame_is_refused(
+    tmp_path: Path, name: str, content: object
+) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        count = 0 if content is None else 1
+        write_wav(path, np.ones(count, dtype=np.int16), 16000)
+    with pytest.raises(AudioFormatError, match=r"less than one 20 ms frame: nothing to replay"):
+        load_recording(path)
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [

@@ -6,8 +6,10 @@
 - ``*.ulaw`` (or ``*.mulaw``): headerless G.711 μ-law at 8 kHz, as telephony captures are;
 - ``*.jsonl``: Twilio Media Streams messages, one per line (``connected``, ``start``, ``media``,
   ``stop``; providers.md §b.1). The inbound ``media`` payloads are the caller's audio, placed at
-  their ``timestamp`` (a gap is silence); the ``start`` message's ``callSid`` and
-  ``customParameters`` are kept so the replay presents itself as the recorded call did.
+  their ``timestamp`` (a gap is silence, a message out of order goes back in its place, one
+  written twice with the same ``chunk`` number counts once); the ``start`` message's
+  ``callSid`` and ``customParameters`` are kept so the replay presents itself as the recorded
+  call did.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,8 @@ from voicegate.errors import AudioFormatError
 ULAW_RATE = 8000
 ULAW_SUFFIXES = (".ulaw", ".mulaw", ".ul")
 _SAMPLES_PER_MS = ULAW_RATE // 1000
+#: The shortest recording worth a call: one media frame (every provider frames at >= 20 ms).
+MIN_RECORDING_MS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,18 @@ class Recording:
 
 def load_recording(path: Path) -> Recording:
     """Read a recorded caller, choosing the format by the file's suffix."""
+    recording = _load(path)
+    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
+    # and reports only "turns: 0": say instead that there is nothing to replay.
+    if recording.duration_ms < MIN_RECORDING_MS:
+        raise AudioFormatError(
+            f"{path}: {len(recording.samples)} samples ({recording.duration_ms} ms) of audio, "
+            f"less than one {MIN_RECORDING_MS} ms frame: nothing to replay"
+        )
+    return recording
+
+
+def _load(path: Path) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
         wav = read_wav(path)
@@ -78,22 +94,33 @@ def load_recording(path: Path) -> Recording:
 
 def twilio_recording(path: Path) -> Recording:
     """The caller's audio and identity from a file of Twilio Media Streams messages."""
-    audio = bytearray()
     call_id, parameters = "", dict[str, str]()
+    chunks: dict[int | str, tuple[int, bytes]] = {}  # chunk number (or line) -> (ms, payload)
     for number, message in enumerate(_messages(path), start=1):
         where = f"{path}:{number}"
         event = message.get("event")
         if event == "start":
             call_id, parameters = _start_fields(message, where)
         elif event == "media" and _inbound(message):
-            payload, at_ms = _media_fields(message, where)
-            # Twilio timestamps media on the stream's clock; a jump means the caller's audio
-            # was missing there, which a replay renders as silence.
-            gap = at_ms * _SAMPLES_PER_MS - len(audio)
-            audio += b"\xff" * max(0, gap) + payload
-    if not audio:
+            payload, at_ms, chunk = _media_fields(message, where)
+            # A logger that wrote a message twice repeats its chunk number: keep one copy.
+            chunks.setdefault(f"line {number}" if chunk is None else chunk, (at_ms, payload))
+    if not chunks:
         raise AudioFormatError(f"{path}: no inbound media messages")
-    return Recording(ulaw_bytes_to_samples(audio), ULAW_RATE, call_id, parameters)
+    return Recording(_place(chunks.values()), ULAW_RATE, call_id, parameters)
+
+
+def _place(chunks: Iterable[tuple[int, bytes]]) -> Samples:
+    """The payloads laid out on the stream's clock, in timestamp order."""
+    audio = bytearray()
+    # sorted() is stable: payloads with one timestamp keep the order they were written in.
+    for at_ms, payload in sorted(chunks, key=lambda chunk: chunk[0]):
+        # Twilio timestamps media on the stream's clock; a jump means the caller's audio
+        # was missing there, which a replay renders as silence. A payload that starts a few
+        # ms before the previous one ended (timestamp jitter) follows it without a gap.
+        gap = at_ms * _SAMPLES_PER_MS - len(audio)
+        audio += b"\xff" * max(0, gap) + payload
+    return ulaw_bytes_to_samples(audio)
 
 
 def _messages(path: Path) -> list[dict[str, Any]]:
@@ -131,16 +158,20 @@ def _inbound(message: dict[str, Any]) -> bool:
     return not isinstance(media, dict) or media.get("track", "inbound") == "inbound"
 
 
-def _media_fields(message: dict[str, Any], where: str) -> tuple[bytes, int]:
+def _media_fields(message: dict[str, Any], where: str) -> tuple[bytes, int, int | None]:
+    """A media message's payload, timestamp and chunk number (None when it has none)."""
     media = message.get("media")
     if not isinstance(media, dict):
         raise AudioFormatError(f"{where}: 'media' message without a media object")
     try:
         payload = base64.b64decode(media["payload"], validate=True)
         at_ms = int(media.get("timestamp", 0))
+        chunk = None if media.get("chunk") is None else int(media["chunk"])
     except (KeyError, TypeError, ValueError, binascii.Error) as error:
-        raise AudioFormatError(f"{where}: bad media payload or timestamp ({error})") from error
-    return payload, at_ms
+        raise AudioFormatError(
+            f"{where}: bad media payload, timestamp or chunk ({error})"
+        ) from error
+    return payload, at_ms, chunk
 
 
 def _read_bytes(path: Path) -> bytes:

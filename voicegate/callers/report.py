@@ -90,6 +90,9 @@ def summary(records: Sequence[Record]) -> list[str]:
     found = interruptions(records)
     lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {_end_ms(records)} ms"]
     lines += transcript_lines(records)
+    if not any(r["event"] == "speech_started" for r in records):
+        # Otherwise a silent, too quiet or unreadable recording reads like a working call.
+        lines.append("no caller speech detected: the VAD found none, so no turn started")
     for number, interruption in enumerate(found, start=1):
         lines.append(_interruption_line(number, interruption))
     for heard in heard_turns(records):
