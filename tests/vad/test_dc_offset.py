@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.vad.vad_kit import FIXTURES, onset_labels
+from voicegate.audio.g711 import samples_to_ulaw_bytes, ulaw_bytes_to_samples
 from voicegate.audio.resample import convert
 from voicegate.audio.wav import read_wav
 from voicegate.vad import VadSettings, detect_segments
@@ -31,12 +32,19 @@ def test_a_frame_without_offset_passes_unchanged() -> None:
 def test_a_steady_offset_is_taken_out_and_full_scale_is_kept() -> None:
     remover = DcRemover(20)
     tone = (8000 * np.sin(np.arange(160) * 2 * np.pi / 16)).astype(np.int16)
-    for _ in range(3):
-        out = remover.remove(tone + np.int16(9000))
+    for _ in range(50):
+        out = remover.remove(tone - np.int16(9000))
     assert np.array_equal(out, tone)
-    loud = remover.remove(np.full(160, -32768, dtype=np.int16))
+    loud = remover.remove(np.full(160, 32767, dtype=np.int16))
     assert loud.dtype == np.int16
-    assert loud.min() == -32768  # clipped, not wrapped round
+    assert loud.min() == 32767  # clipped, not wrapped round
+
+
+def test_a_quiet_stream_with_a_codec_rounding_bias_is_left_alone() -> None:
+    remover = DcRemover(20)
+    frame = np.array([0, -8, -8, -8, -8] * 32, dtype=np.int16)  # μ-law's two lowest levels
+    for _ in range(100):
+        assert remover.remove(frame) is frame
 
 
 def test_half_level_speech_over_a_large_offset_is_still_found_at_8khz() -> None:
@@ -63,3 +71,15 @@ def test_quiet_speech_over_a_one_percent_offset_keeps_its_onset(digit: int) -> N
     )
     assert len(segments) == 1
     assert abs(segments[0].start_ms - (label.onset_ms + LEAD_IN_MS)) <= 60
+
+
+def test_quiet_mu_law_speech_is_not_shifted_out_of_detection() -> None:
+    # Peak -45 dBFS through μ-law: the background decodes to 0 and -8 (a -2.8 LSB mean);
+    # shifting it by 2 LSB lost this utterance in the combined scorer.
+    label = next(lab for lab in onset_labels() if "goforward" in lab.path)
+    wide = read_wav(FIXTURES / label.path).samples.astype(np.float64)
+    quiet = np.rint(wide * FULL_SCALE * 10 ** (-45 / 20) / np.abs(wide).max()).astype(np.int16)
+    narrow = ulaw_bytes_to_samples(samples_to_ulaw_bytes(convert(quiet, 16000, 8000)))
+    segments = detect_segments(narrow, 8000, VadSettings())
+    assert len(segments) == 1
+    assert abs(segments[0].start_ms - label.onset_ms) <= 60
