@@ -145,6 +145,14 @@ def test_a_streaming_writers_data_size_reads_to_the_end(tmp_path: Path, size: in
     assert samples.tolist() == SPEECHLIKE.tolist()
 
 
+def test_rf64_reads_its_data_to_the_end(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    ds64 = chunk(b"ds64", struct.pack("<QQQI", 0, len(data), len(SPEECHLIKE), 0))
+    content = wave_file(PCM, data, before=ds64, data_size=0xFFFFFFFF)
+    samples, _ = read(tmp_path, b"RF64" + b"\xff\xff\xff\xff" + content[8:])
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
 @pytest.mark.parametrize("cut", [0, 1], ids=["whole-sample", "mid-sample"])
 def test_a_file_cut_short_keeps_its_whole_samples(tmp_path: Path, cut: int) -> None:
     content = wave_file(PCM, SPEECHLIKE.astype("<i2").tobytes())

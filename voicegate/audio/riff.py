@@ -20,6 +20,11 @@ from voicegate.errors import AudioFormatError
 #: The data sizes a streaming writer leaves in place of the real one.
 STREAMING_SIZES = frozenset({0, 0xFFFFFFFF})
 
+#: RIFF, and RF64/BW64 (EBU Tech 3306, ITU-R BS.2088): the 64-bit forms that recorders
+#: (and ffmpeg's ``-rf64 auto``) write. Their 32-bit data size is 0xFFFFFFFF and the real
+#: one is in a ``ds64`` chunk; their writers put the audio last, so it is read to the end.
+_MAGICS = frozenset({b"RIFF", b"RF64", b"BW64"})
+
 #: WAVE_FORMAT_EXTENSIBLE: the real format tag is the first two bytes of the sub-format GUID.
 EXTENSIBLE = 0xFFFE
 
@@ -51,7 +56,7 @@ def parse_wave(content: bytes) -> WaveChunks:
     """Find the ``fmt `` and ``data`` chunks of a RIFF/WAVE file's bytes."""
     if len(content) < 12 and b"RIFF".startswith(content[:4]):
         raise AudioFormatError("empty or cut short")
-    if content[:4] != b"RIFF" or content[8:12] != b"WAVE":
+    if content[:4] not in _MAGICS or content[8:12] != b"WAVE":
         raise AudioFormatError("not a RIFF/WAVE file")
     fmt: WaveFormat | None = None
     offset = 12
