@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,20 @@ def test_a_wav_at_a_rate_the_gateway_never_streams_is_converted(tmp_path: Path) 
     converted = load_recording(tmp_path / "a.wav").at_rate(8000)
     assert abs(len(converted) - 8000) <= 1
     assert 4000 < np.abs(converted[100:-100]).max() < 9000
+
+
+def test_a_stereo_wav_is_mixed_to_mono_with_a_note_saying_so(tmp_path: Path) -> None:
+    frames = np.array([[4000, 0]] * 800, dtype="<i2")  # speech on the left channel only
+    with wave.open(str(tmp_path / "call.wav"), "wb") as writer:
+        writer.setnchannels(2)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(frames.tobytes())
+    recording = load_recording(tmp_path / "call.wav")
+    assert (recording.samples == 2000).all()
+    assert len(recording.notes) == 1
+    assert "2 channels, averaged to mono" in recording.notes[0]
+    assert load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav").notes == ()
 
 
 def test_raw_ulaw_is_8khz() -> None:

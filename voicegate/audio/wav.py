@@ -33,10 +33,11 @@ _INT16_MAX, _INT16_MIN = 32767, -32768
 
 @dataclass(frozen=True, slots=True)
 class WavAudio:
-    """Mono PCM16 samples and their rate."""
+    """Mono PCM16 samples, their rate, and how many channels the file had."""
 
     samples: Samples
     sample_rate: int
+    channels: int = 1  # averaged into ``samples`` when more than one
 
     @property
     def duration_ms(self) -> int:
@@ -59,7 +60,7 @@ def read_wav(path: str | Path) -> WavAudio:
     # A file cut mid-frame (a recorder killed while writing) keeps its whole frames.
     whole = len(chunks.data) - len(chunks.data) % fmt.block_align
     columns = _decode(fmt.tag, width, chunks.data[:whole]).reshape(-1, fmt.channels)
-    return WavAudio(_to_mono(columns), fmt.sample_rate)
+    return WavAudio(_to_mono(columns), fmt.sample_rate, fmt.channels)
 
 
 def _sample_width(fmt: WaveFormat) -> int:

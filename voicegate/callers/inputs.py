@@ -46,6 +46,8 @@ class Recording:
     sample_rate: int
     call_id: str = ""
     parameters: Mapping[str, str] = field(default_factory=dict)
+    #: What reading it changed that a listener should know (channels mixed, ...).
+    notes: tuple[str, ...] = ()
 
     @property
     def duration_ms(self) -> int:
@@ -81,7 +83,7 @@ def _load(path: Path) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
         wav = read_wav(path)
-        return Recording(wav.samples, wav.sample_rate)
+        return Recording(wav.samples, wav.sample_rate, notes=_channel_notes(wav.channels))
     if suffix in ULAW_SUFFIXES:
         return Recording(ulaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
     if suffix == ".jsonl":
@@ -89,6 +91,17 @@ def _load(path: Path) -> Recording:
     raise AudioFormatError(
         f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
         f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz) or .jsonl (Twilio messages)"
+    )
+
+
+def _channel_notes(channels: int) -> tuple[str, ...]:
+    if channels == 1:
+        return ()
+    # A dual-channel call recording (caller on one side, agent on the other) mixed down makes
+    # the agent a second caller: say so rather than replay it silently.
+    return (
+        f"the recording has {channels} channels, averaged to mono: if they hold different "
+        "speakers, replay one (e.g. `sox IN.wav OUT.wav remix 1`)",
     )
 
 

@@ -114,6 +114,7 @@ class _Outcome:
     provider: str
     sample_rate: int
     against: str  # "an in-process gateway" or the URL
+    notes: tuple[str, ...] = ()  # about the recording, printed first
 
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
@@ -136,7 +137,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     if args.url:
         url = stream_url(args.url, provider)
         result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
-        return _Outcome(result, provider, rate, url)
+        return _Outcome(result, provider, rate, url, recording.notes)
     settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
         result = await replay_in_process(
@@ -147,7 +148,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
             speed=args.speed,
             max_ms=args.max_ms,
         )
-    return _Outcome(result, provider, rate, "an in-process gateway")
+    return _Outcome(result, provider, rate, "an in-process gateway", recording.notes)
 
 
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
@@ -230,6 +231,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
             f"available over the wire ({outcome.provider}; --provider browser carries it) "
             "(docs/replay.md)"
         )
+    lines = [f"note: {note}" for note in outcome.notes] + lines
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
