@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 
 from tests.replay.replay_kit import AUDIO, WIRE
-from voicegate.audio.g711 import samples_to_ulaw_bytes
+from voicegate.audio.g711 import (
+    alaw_bytes_to_samples,
+    samples_to_alaw_bytes,
+    samples_to_ulaw_bytes,
+)
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.labels import labels_of
@@ -55,6 +59,18 @@ def test_raw_ulaw_is_8khz() -> None:
     recording = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw")
     assert recording.sample_rate == 8000
     assert len(recording.samples) == (WIRE / "twilio" / "festival_balance_8k.ulaw").stat().st_size
+
+
+def test_raw_alaw_and_asterisk_signed_linear_are_read_at_their_rates(tmp_path: Path) -> None:
+    tone = (6000 * np.sin(np.arange(1600) * 2 * np.pi / 20)).astype(np.int16)
+    (tmp_path / "call.alaw").write_bytes(samples_to_alaw_bytes(tone))
+    alaw = load_recording(tmp_path / "call.alaw")
+    assert alaw.sample_rate == 8000
+    assert np.array_equal(alaw.samples, alaw_bytes_to_samples(samples_to_alaw_bytes(tone)))
+    (tmp_path / "call.sln16").write_bytes(tone.astype("<i2").tobytes() + b"\x01")
+    slin = load_recording(tmp_path / "call.sln16")
+    assert slin.sample_rate == 16000
+    assert np.array_equal(slin.samples, tone)  # the stray byte of a cut capture is dropped
 
 
 def test_a_twilio_recording_yields_its_inbound_payloads_and_call_identity() -> None:

@@ -3,7 +3,9 @@
 ``voicegate replay`` streams one of these as the caller's side of a call:
 
 - ``*.wav``: any WAV :func:`voicegate.audio.wav.read_wav` reads, at any rate;
-- ``*.ulaw`` (or ``*.mulaw``): headerless G.711 μ-law at 8 kHz, as telephony captures are;
+- ``*.ulaw`` (or ``*.mulaw``, ``*.ul``): headerless G.711 μ-law at 8 kHz, as telephony
+  captures are; ``*.alaw`` (``*.al``) the same in A-law; ``*.sln`` (``*.sln16``, ...)
+  Asterisk's headerless 16-bit linear PCM at 8 kHz (16, ...);
 - ``*.jsonl``: Twilio Media Streams messages, one per line (``connected``, ``start``, ``media``,
   ``stop``; providers.md §b.1). The inbound ``media`` payloads are the caller's audio, placed at
   their ``timestamp`` (a gap is silence, a message out of order goes back in its place, one
@@ -25,14 +27,19 @@ from typing import Any
 import numpy as np
 import soxr
 
-from voicegate.audio.g711 import ulaw_bytes_to_samples
-from voicegate.audio.pcm import Samples
+from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
+from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.audio.wav import read_wav
 from voicegate.errors import AudioFormatError
 
 ULAW_RATE = 8000
 ULAW_SUFFIXES = (".ulaw", ".mulaw", ".ul")
+#: Headerless A-law at 8 kHz: the G.711 law of telephone networks outside North America/Japan.
+ALAW_SUFFIXES = (".alaw", ".al")
+#: Asterisk's headerless signed linear recordings (s16le): ``.sln`` at 8 kHz, ``.slnNN`` at
+#: NN kHz (Asterisk's format names, e.g. ``Record(file.sln16)``).
+SLIN_RATES = {".sln": 8000, ".sln16": 16000, ".sln24": 24000, ".sln48": 48000}
 _SAMPLES_PER_MS = ULAW_RATE // 1000
 #: The shortest recording worth a call: one media frame (every provider frames at >= 20 ms).
 MIN_RECORDING_MS = 20
@@ -86,11 +93,18 @@ def _load(path: Path) -> Recording:
         return Recording(wav.samples, wav.sample_rate, notes=_channel_notes(wav.channels))
     if suffix in ULAW_SUFFIXES:
         return Recording(ulaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
+    if suffix in ALAW_SUFFIXES:
+        return Recording(alaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
+    if suffix in SLIN_RATES:
+        data = _read_bytes(path)
+        # A capture cut mid-sample keeps its whole samples, as read_wav does.
+        return Recording(pcm16le_to_samples(data[: len(data) // 2 * 2]), SLIN_RATES[suffix])
     if suffix == ".jsonl":
         return twilio_recording(path)
     raise AudioFormatError(
         f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
-        f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz) or .jsonl (Twilio messages)"
+        f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz), {', '.join(ALAW_SUFFIXES)} (A-law at "
+        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages)"
     )
 
 

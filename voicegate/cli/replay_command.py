@@ -1,6 +1,7 @@
 """``voicegate replay INPUT``: stream a recorded or staged caller to a gateway, as a provider would.
 
-INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message recording
+INPUT is a WAV file (any rate), raw G.711 (``.ulaw``, ``.alaw``, 8 kHz) or Asterisk signed
+linear (``.sln``, ``.sln16``, ...), a Twilio message recording
 (``.jsonl``) or a scenario (``fixtures/calls/*.yml``). The emulated provider keeps its own
 media clock, echoes marks when the audio before them has played, and honours ``clear``
 (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
@@ -57,7 +58,9 @@ def add_parser(subparsers: Any) -> None:
             "call.wav and timeline.jsonl to --out and prints a summary (docs/replay.md)."
         ),
     )
-    parser.add_argument("input", type=Path, metavar="INPUT", help=".wav, .ulaw, .jsonl or .yml")
+    parser.add_argument(
+        "input", type=Path, metavar="INPUT", help=".wav, .ulaw, .alaw, .sln, .jsonl or .yml"
+    )
     parser.add_argument(
         "--provider",
         choices=sorted(PROVIDER_PATHS),
