@@ -76,6 +76,15 @@ def test_the_summary_says_when_no_caller_speech_was_detected() -> None:
     assert not any("no caller speech" in line for line in summary(TIMELINE))
 
 
+def test_the_media_length_counts_what_the_caller_saw_when_the_gateway_saw_no_end() -> None:
+    # Vonage, Jambonz, FreeSWITCH, Asterisk and Plivo end a call by closing the socket:
+    # no call_ended record, so the gateway's last record may be its first.
+    gateway = [record(0, "call_started")]
+    observed = [record(0, "stream_opened"), record(60000, "stream_closed", close_code=1000)]
+    assert summary(gateway, observed=observed)[0].endswith("media: 60000 ms")
+    assert summary(TIMELINE, observed=observed[:1])[0].endswith("media: 3100 ms")
+
+
 def test_the_caller_summary_counts_what_it_saw() -> None:
     observed = [
         record(100, "bot_audio_started"),

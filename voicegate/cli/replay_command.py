@@ -225,7 +225,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     print(title)
     if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages
         write_jsonl(out / "caller.jsonl", result.caller_records)
-        lines = summary(result.records)
+        lines = summary(result.records, observed=result.caller_records)
         source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
     else:
         lines = caller_summary(result.records)
