@@ -174,8 +174,9 @@ def test_an_odd_data_chunk_drops_the_partial_sample(tmp_path: Path) -> None:
         (wave_file(FLOAT, bytes(64), bits=16), r"IEEE float of 16 bits"),
         (b"RIFF\x20\0\0\0WAVEdata\x04\0\0\0abcd", r"data chunk comes before any fmt"),
         (wave_file(PCM, b"")[:36], r"no data chunk"),
+        (wave_file(PCM, bytes(64), rate=1), r"says 1 Hz, outside 1000-768000 Hz"),
     ],
-    ids=["adpcm", "12-bit", "float16", "data-first", "no-data"],
+    ids=["adpcm", "12-bit", "float16", "data-first", "no-data", "rate-1-hz"],
 )
 def test_what_cannot_be_decoded_is_named(tmp_path: Path, content: bytes, message: str) -> None:
     with pytest.raises(AudioFormatError, match=message):

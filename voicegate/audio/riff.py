@@ -28,6 +28,9 @@ _MAGICS = frozenset({b"RIFF", b"RF64", b"BW64"})
 #: WAVE_FORMAT_EXTENSIBLE: the real format tag is the first two bytes of the sub-format GUID.
 EXTENSIBLE = 0xFFFE
 
+#: The sample rates a WAV file may declare: telephony's lowest to high-resolution recorders'.
+MIN_RATE, MAX_RATE = 1000, 768000
+
 _CHUNK_HEADER = struct.Struct("<4sI")
 _FMT = struct.Struct("<HHIIHH")
 _EXTENSIBLE_FMT = struct.Struct("<HHIH")  # cbSize, valid bits, channel mask, sub-format tag
@@ -82,8 +85,13 @@ def _parse_fmt(body: bytes) -> WaveFormat:
         if len(body) < _FMT.size + _EXTENSIBLE_FMT.size:
             raise AudioFormatError("WAVE_FORMAT_EXTENSIBLE without its sub-format")
         tag = _EXTENSIBLE_FMT.unpack_from(body, _FMT.size)[3]
-    if channels < 1 or rate < 1 or block_align < 1:
+    if channels < 1 or block_align < 1:
         raise AudioFormatError(
             f"fmt chunk says {channels} channel(s) at {rate} Hz in {block_align}-byte frames"
+        )
+    if not MIN_RATE <= rate <= MAX_RATE:
+        # A damaged header: at 1 Hz a second of audio would be resampled into hours of it.
+        raise AudioFormatError(
+            f"fmt chunk says {rate} Hz, outside {MIN_RATE}-{MAX_RATE} Hz (a damaged header?)"
         )
     return WaveFormat(tag, channels, rate, block_align, bits)
