@@ -80,8 +80,9 @@ def load_recording(path: Path) -> Recording:
     # and reports only "turns: 0": say instead that there is nothing to replay.
     if recording.duration_ms < MIN_RECORDING_MS:
         raise AudioFormatError(
-            f"{path}: {len(recording.samples)} samples ({recording.duration_ms} ms) of audio, "
-            f"less than one {MIN_RECORDING_MS} ms frame: nothing to replay"
+            f"{path}: {recording.duration_ms} ms of audio ({len(recording.samples)} at "
+            f"{recording.sample_rate} Hz), less than one {MIN_RECORDING_MS} ms frame: "
+            "nothing to replay"
         )
     return recording
 
