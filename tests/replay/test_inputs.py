@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
+import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.replay.replay_kit import AUDIO, WIRE
-from voicegate.audio.g711 import samples_to_ulaw_bytes
+from voicegate.audio.g711 import (
+    alaw_bytes_to_samples,
+    samples_to_alaw_bytes,
+    samples_to_ulaw_bytes,
+)
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.labels import labels_of
@@ -36,10 +41,36 @@ def test_a_wav_at_a_rate_the_gateway_never_streams_is_converted(tmp_path: Path) 
     assert 4000 < np.abs(converted[100:-100]).max() < 9000
 
 
+def test_a_stereo_wav_is_mixed_to_mono_with_a_note_saying_so(tmp_path: Path) -> None:
+    frames = np.array([[4000, 0]] * 800, dtype="<i2")  # speech on the left channel only
+    with wave.open(str(tmp_path / "call.wav"), "wb") as writer:
+        writer.setnchannels(2)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(frames.tobytes())
+    recording = load_recording(tmp_path / "call.wav")
+    assert (recording.samples == 2000).all()
+    assert len(recording.notes) == 1
+    assert "2 channels, averaged to mono" in recording.notes[0]
+    assert load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav").notes == ()
+
+
 def test_raw_ulaw_is_8khz() -> None:
     recording = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw")
     assert recording.sample_rate == 8000
     assert len(recording.samples) == (WIRE / "twilio" / "festival_balance_8k.ulaw").stat().st_size
+
+
+def test_raw_alaw_and_asterisk_signed_linear_are_read_at_their_rates(tmp_path: Path) -> None:
+    tone = (6000 * np.sin(np.arange(1600) * 2 * np.pi / 20)).astype(np.int16)
+    (tmp_path / "call.alaw").write_bytes(samples_to_alaw_bytes(tone))
+    alaw = load_recording(tmp_path / "call.alaw")
+    assert alaw.sample_rate == 8000
+    assert np.array_equal(alaw.samples, alaw_bytes_to_samples(samples_to_alaw_bytes(tone)))
+    (tmp_path / "call.sln16").write_bytes(tone.astype("<i2").tobytes() + b"\x01")
+    slin = load_recording(tmp_path / "call.sln16")
+    assert slin.sample_rate == 16000
+    assert np.array_equal(slin.samples, tone)  # the stray byte of a cut capture is dropped
 
 
 def test_a_twilio_recording_yields_its_inbound_payloads_and_call_identity() -> None:
@@ -73,6 +104,49 @@ def test_twilio_timestamps_place_the_audio_and_other_tracks_are_left_out(tmp_pat
     assert (recording.samples[:160] > 4000).all()
     assert (np.abs(recording.samples[160:480]) < 10).all()
     assert (recording.samples[480:] > 4000).all()
+
+
+def media_message(at_ms: int, chunk: int, payload: bytes) -> str:
+    """A Twilio media message with its chunk number."""
+    body = {
+        "track": "inbound",
+        "chunk": str(chunk),
+        "timestamp": str(at_ms),
+        "payload": base64.b64encode(payload).decode(),
+    }
+    return json.dumps({"event": "media", "media": body})
+
+
+def test_twilio_media_out_of_order_or_written_twice_is_placed_by_its_timestamp(
+    tmp_path: Path,
+) -> None:
+    frames = [np.full(160, level, dtype=np.int16) for level in (1000, 3000, 6000, 9000)]
+    lines = [media_message(20 * i, i + 1, samples_to_ulaw_bytes(f)) for i, f in enumerate(frames)]
+    in_order = tmp_path / "in_order.jsonl"
+    in_order.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shuffled = tmp_path / "shuffled.jsonl"
+    # A logger that wrote asynchronously: chunk 3 before 2, and chunk 4 written twice.
+    shuffled.write_text("\n".join(lines[i] for i in (0, 2, 1, 3, 3)) + "\n", encoding="utf-8")
+    expected = load_recording(in_order).samples
+    assert len(expected) == 640
+    assert np.array_equal(load_recording(shuffled).samples, expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("header.wav", None), ("one.ulaw", b"\x00" * 159), ("one_sample.wav", np.ones(1))],
+)
+def test_a_recording_shorter_than_a_frame_is_refused(
+    tmp_path: Path, name: str, content: object
+) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        count = 0 if content is None else 1
+        write_wav(path, np.ones(count, dtype=np.int16), 16000)
+    with pytest.raises(AudioFormatError, match=r"less than one 20 ms frame: nothing to replay"):
+        load_recording(path)
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ def record(t_ms: int, event: str, **fields: Any) -> dict[str, Any]:
 TIMELINE = [
     record(0, "call_started"),
     record(400, "turn_started", turn_id="t1"),
+    record(840, "speech_started", onset_ms=640),
     record(900, "interruption", onset_ms=640, reason="caller speech", epoch=1),
     record(900, "turn_cancelled", turn_id="t1"),
     record(920, "flush_sent", verb="clear"),
@@ -64,6 +65,24 @@ def test_the_summary_tells_turns_latencies_and_what_was_heard() -> None:
     assert "no turn cancelled" in lines[2]
     assert lines[3:] == ["heard t1 (interrupted): 'Sure.'", "heard t2: 'Bye.'"]
     assert [h.text for h in heard_turns(TIMELINE)] == ["Sure.", "Bye."]
+
+
+def test_the_summary_says_when_no_caller_speech_was_detected() -> None:
+    silent = [record(0, "call_started"), record(60000, "call_ended")]
+    assert summary(silent) == [
+        "turns: 0   interruptions: 0   media: 60000 ms",
+        "no caller speech detected: the VAD found none, so no turn started",
+    ]
+    assert not any("no caller speech" in line for line in summary(TIMELINE))
+
+
+def test_the_media_length_counts_what_the_caller_saw_when_the_gateway_saw_no_end() -> None:
+    # Vonage, Jambonz, FreeSWITCH, Asterisk and Plivo end a call by closing the socket:
+    # no call_ended record, so the gateway's last record may be its first.
+    gateway = [record(0, "call_started")]
+    observed = [record(0, "stream_opened"), record(60000, "stream_closed", close_code=1000)]
+    assert summary(gateway, observed=observed)[0].endswith("media: 60000 ms")
+    assert summary(TIMELINE, observed=observed[:1])[0].endswith("media: 3100 ms")
 
 
 def test_the_caller_summary_counts_what_it_saw() -> None:

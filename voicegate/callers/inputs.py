@@ -2,12 +2,16 @@
 
 ``voicegate replay`` streams one of these as the caller's side of a call:
 
-- ``*.wav``: mono 16-bit PCM at any rate;
-- ``*.ulaw`` (or ``*.mulaw``): headerless G.711 μ-law at 8 kHz, as telephony captures are;
+- ``*.wav``: any WAV :func:`voicegate.audio.wav.read_wav` reads, at any rate;
+- ``*.ulaw`` (or ``*.mulaw``, ``*.ul``): headerless G.711 μ-law at 8 kHz, as telephony
+  captures are; ``*.alaw`` (``*.al``) the same in A-law; ``*.sln`` (``*.sln16``, ...)
+  Asterisk's headerless 16-bit linear PCM at 8 kHz (16, ...);
 - ``*.jsonl``: Twilio Media Streams messages, one per line (``connected``, ``start``, ``media``,
   ``stop``; providers.md §b.1). The inbound ``media`` payloads are the caller's audio, placed at
-  their ``timestamp`` (a gap is silence); the ``start`` message's ``callSid`` and
-  ``customParameters`` are kept so the replay presents itself as the recorded call did.
+  their ``timestamp`` (a gap is silence, a message out of order goes back in its place, one
+  written twice with the same ``chunk`` number counts once); the ``start`` message's
+  ``callSid`` and ``customParameters`` are kept so the replay presents itself as the recorded
+  call did.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,15 +27,22 @@ from typing import Any
 import numpy as np
 import soxr
 
-from voicegate.audio.g711 import ulaw_bytes_to_samples
-from voicegate.audio.pcm import Samples
+from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
+from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.audio.wav import read_wav
 from voicegate.errors import AudioFormatError
 
 ULAW_RATE = 8000
 ULAW_SUFFIXES = (".ulaw", ".mulaw", ".ul")
+#: Headerless A-law at 8 kHz: the G.711 law of telephone networks outside North America/Japan.
+ALAW_SUFFIXES = (".alaw", ".al")
+#: Asterisk's headerless signed linear recordings (s16le): ``.sln`` at 8 kHz, ``.slnNN`` at
+#: NN kHz (Asterisk's format names, e.g. ``Record(file.sln16)``).
+SLIN_RATES = {".sln": 8000, ".sln16": 16000, ".sln24": 24000, ".sln48": 48000}
 _SAMPLES_PER_MS = ULAW_RATE // 1000
+#: The shortest recording worth a call: one media frame (every provider frames at >= 20 ms).
+MIN_RECORDING_MS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +53,8 @@ class Recording:
     sample_rate: int
     call_id: str = ""
     parameters: Mapping[str, str] = field(default_factory=dict)
+    #: What reading it changed that a listener should know (channels mixed, ...).
+    notes: tuple[str, ...] = ()
 
     @property
     def duration_ms(self) -> int:
@@ -62,38 +75,80 @@ class Recording:
 
 def load_recording(path: Path) -> Recording:
     """Read a recorded caller, choosing the format by the file's suffix."""
+    recording = _load(path)
+    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
+    # and reports only "turns: 0": say instead that there is nothing to replay.
+    if recording.duration_ms < MIN_RECORDING_MS:
+        raise AudioFormatError(
+            f"{path}: {recording.duration_ms} ms of audio ({len(recording.samples)} at "
+            f"{recording.sample_rate} Hz), less than one {MIN_RECORDING_MS} ms frame: "
+            "nothing to replay"
+        )
+    return recording
+
+
+def _load(path: Path) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
         wav = read_wav(path)
-        return Recording(wav.samples, wav.sample_rate)
+        return Recording(wav.samples, wav.sample_rate, notes=_channel_notes(wav.channels))
     if suffix in ULAW_SUFFIXES:
         return Recording(ulaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
+    if suffix in ALAW_SUFFIXES:
+        return Recording(alaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
+    if suffix in SLIN_RATES:
+        data = _read_bytes(path)
+        # A capture cut mid-sample keeps its whole samples, as read_wav does.
+        return Recording(pcm16le_to_samples(data[: len(data) // 2 * 2]), SLIN_RATES[suffix])
     if suffix == ".jsonl":
         return twilio_recording(path)
     raise AudioFormatError(
         f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
-        f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz) or .jsonl (Twilio messages)"
+        f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz), {', '.join(ALAW_SUFFIXES)} (A-law at "
+        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages)"
+    )
+
+
+def _channel_notes(channels: int) -> tuple[str, ...]:
+    if channels == 1:
+        return ()
+    # A dual-channel call recording (caller on one side, agent on the other) mixed down makes
+    # the agent a second caller: say so rather than replay it silently.
+    return (
+        f"the recording has {channels} channels, averaged to mono: if they hold different "
+        "speakers, replay one (e.g. `sox IN.wav OUT.wav remix 1`)",
     )
 
 
 def twilio_recording(path: Path) -> Recording:
     """The caller's audio and identity from a file of Twilio Media Streams messages."""
-    audio = bytearray()
     call_id, parameters = "", dict[str, str]()
+    chunks: dict[int | str, tuple[int, bytes]] = {}  # chunk number (or line) -> (ms, payload)
     for number, message in enumerate(_messages(path), start=1):
         where = f"{path}:{number}"
         event = message.get("event")
         if event == "start":
             call_id, parameters = _start_fields(message, where)
         elif event == "media" and _inbound(message):
-            payload, at_ms = _media_fields(message, where)
-            # Twilio timestamps media on the stream's clock; a jump means the caller's audio
-            # was missing there, which a replay renders as silence.
-            gap = at_ms * _SAMPLES_PER_MS - len(audio)
-            audio += b"\xff" * max(0, gap) + payload
-    if not audio:
+            payload, at_ms, chunk = _media_fields(message, where)
+            # A logger that wrote a message twice repeats its chunk number: keep one copy.
+            chunks.setdefault(f"line {number}" if chunk is None else chunk, (at_ms, payload))
+    if not chunks:
         raise AudioFormatError(f"{path}: no inbound media messages")
-    return Recording(ulaw_bytes_to_samples(audio), ULAW_RATE, call_id, parameters)
+    return Recording(_place(chunks.values()), ULAW_RATE, call_id, parameters)
+
+
+def _place(chunks: Iterable[tuple[int, bytes]]) -> Samples:
+    """The payloads laid out on the stream's clock, in timestamp order."""
+    audio = bytearray()
+    # sorted() is stable: payloads with one timestamp keep the order they were written in.
+    for at_ms, payload in sorted(chunks, key=lambda chunk: chunk[0]):
+        # Twilio timestamps media on the stream's clock; a jump means the caller's audio
+        # was missing there, which a replay renders as silence. A payload that starts a few
+        # ms before the previous one ended (timestamp jitter) follows it without a gap.
+        gap = at_ms * _SAMPLES_PER_MS - len(audio)
+        audio += b"\xff" * max(0, gap) + payload
+    return ulaw_bytes_to_samples(audio)
 
 
 def _messages(path: Path) -> list[dict[str, Any]]:
@@ -131,16 +186,20 @@ def _inbound(message: dict[str, Any]) -> bool:
     return not isinstance(media, dict) or media.get("track", "inbound") == "inbound"
 
 
-def _media_fields(message: dict[str, Any], where: str) -> tuple[bytes, int]:
+def _media_fields(message: dict[str, Any], where: str) -> tuple[bytes, int, int | None]:
+    """A media message's payload, timestamp and chunk number (None when it has none)."""
     media = message.get("media")
     if not isinstance(media, dict):
         raise AudioFormatError(f"{where}: 'media' message without a media object")
     try:
         payload = base64.b64decode(media["payload"], validate=True)
         at_ms = int(media.get("timestamp", 0))
+        chunk = None if media.get("chunk") is None else int(media["chunk"])
     except (KeyError, TypeError, ValueError, binascii.Error) as error:
-        raise AudioFormatError(f"{where}: bad media payload or timestamp ({error})") from error
-    return payload, at_ms
+        raise AudioFormatError(
+            f"{where}: bad media payload, timestamp or chunk ({error})"
+        ) from error
+    return payload, at_ms, chunk
 
 
 def _read_bytes(path: Path) -> bytes:

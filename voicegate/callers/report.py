@@ -83,13 +83,19 @@ def heard_turns(records: Sequence[Record]) -> list[TurnHeard]:
     ]
 
 
-def summary(records: Sequence[Record]) -> list[str]:
+def summary(records: Sequence[Record], *, observed: Sequence[Record] = ()) -> list[str]:
     """Turns, what the caller said, interruptions with their latencies, what was heard, and
-    what failed (the gateway's view)."""
+    what failed (the gateway's view; ``observed``, the caller's, only lengthens the media)."""
     turns = [r for r in records if r["event"] == "turn_started"]
     found = interruptions(records)
-    lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {_end_ms(records)} ms"]
+    # A provider that ends a call by closing its socket leaves no call_ended record, so a
+    # call in which nothing happened would read "media: 0 ms": the caller saw it end.
+    media = max(_end_ms(records), _end_ms(observed))
+    lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {media} ms"]
     lines += transcript_lines(records)
+    if not any(r["event"] == "speech_started" for r in records):
+        # Otherwise a silent, too quiet or unreadable recording reads like a working call.
+        lines.append("no caller speech detected: the VAD found none, so no turn started")
     for number, interruption in enumerate(found, start=1):
         lines.append(_interruption_line(number, interruption))
     for heard in heard_turns(records):

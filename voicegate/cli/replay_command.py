@@ -1,6 +1,7 @@
 """``voicegate replay INPUT``: stream a recorded or staged caller to a gateway, as a provider would.
 
-INPUT is a WAV file (any rate), raw μ-law (``.ulaw``, 8 kHz), a Twilio message recording
+INPUT is a WAV file (any rate), raw G.711 (``.ulaw``, ``.alaw``, 8 kHz) or Asterisk signed
+linear (``.sln``, ``.sln16``, ...), a Twilio message recording
 (``.jsonl``) or a scenario (``fixtures/calls/*.yml``). The emulated provider keeps its own
 media clock, echoes marks when the audio before them has played, and honours ``clear``
 (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
@@ -57,7 +58,9 @@ def add_parser(subparsers: Any) -> None:
             "call.wav and timeline.jsonl to --out and prints a summary (docs/replay.md)."
         ),
     )
-    parser.add_argument("input", type=Path, metavar="INPUT", help=".wav, .ulaw, .jsonl or .yml")
+    parser.add_argument(
+        "input", type=Path, metavar="INPUT", help=".wav, .ulaw, .alaw, .sln, .jsonl or .yml"
+    )
     parser.add_argument(
         "--provider",
         choices=sorted(PROVIDER_PATHS),
@@ -114,6 +117,7 @@ class _Outcome:
     provider: str
     sample_rate: int
     against: str  # "an in-process gateway" or the URL
+    notes: tuple[str, ...] = ()  # about the recording, printed first
 
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
@@ -136,7 +140,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     if args.url:
         url = stream_url(args.url, provider)
         result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
-        return _Outcome(result, provider, rate, url)
+        return _Outcome(result, provider, rate, url, recording.notes)
     settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
         result = await replay_in_process(
@@ -147,7 +151,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
             speed=args.speed,
             max_ms=args.max_ms,
         )
-    return _Outcome(result, provider, rate, "an in-process gateway")
+    return _Outcome(result, provider, rate, "an in-process gateway", recording.notes)
 
 
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
@@ -221,7 +225,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     print(title)
     if result.from_gateway:  # in process, or sent to a browser caller as ``event`` messages
         write_jsonl(out / "caller.jsonl", result.caller_records)
-        lines = summary(result.records)
+        lines = summary(result.records, observed=result.caller_records)
         source = f"the gateway's timeline, {count} events; caller side in {out / 'caller.jsonl'}"
     else:
         lines = caller_summary(result.records)
@@ -230,6 +234,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
             f"available over the wire ({outcome.provider}; --provider browser carries it) "
             "(docs/replay.md)"
         )
+    lines = [f"note: {note}" for note in outcome.notes] + lines
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",

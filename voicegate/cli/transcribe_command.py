@@ -1,9 +1,9 @@
 """`voicegate transcribe FILE.wav [--telephone]`: the embedded recogniser's transcript of a file.
 
-A quick check for users and tests. The file (mono 16-bit WAV at any rate) is converted to
-16 kHz and decoded as one utterance by the same Whisper model ``speech.stt: whisper`` runs;
-``--telephone`` first takes it through the path a phone call takes: 8 kHz, G.711 μ-law
-encoded and decoded, then back to 16 kHz.
+A quick check for users and tests. The file (a WAV file at any rate, mixed to mono) is
+converted to 16 kHz and decoded as one utterance by the same Whisper model
+``speech.stt: whisper`` runs; ``--telephone`` first takes it through the path a phone call
+takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "transcribe",
         help="print the embedded recogniser's transcript of a WAV file",
-        description="Transcribe a mono 16-bit WAV file (any rate) with the embedded Whisper "
+        description="Transcribe a WAV file (any rate, mixed to mono) with the embedded Whisper "
         "model, as one utterance, and print the text.",
     )
-    parser.add_argument("file", type=Path, metavar="FILE.wav", help="mono 16-bit PCM WAV")
+    parser.add_argument(
+        "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
+    )
     parser.add_argument(
         "--telephone",
         action="store_true",

@@ -32,10 +32,12 @@ def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "vad",
         help="print the speech segments of a WAV file",
-        description="Detect speech in a mono 16-bit WAV file (8 or 16 kHz natively; 24 or "
+        description="Detect speech in a WAV file, mixed to mono (8 or 16 kHz natively; 24 or "
         "48 kHz resampled to 16 kHz) and print its segments in ms from the start of the file.",
     )
-    parser.add_argument("file", type=Path, metavar="FILE.wav", help="mono 16-bit PCM WAV")
+    parser.add_argument(
+        "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
+    )
     parser.add_argument(
         "--json",
         action="store_true",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from voicegate.errors import ConfigError
 from voicegate.types import MediaMs
 from voicegate.vad.combined import CombinedScorer
+from voicegate.vad.dc import DcRemover
 from voicegate.vad.frames import Frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
 from voicegate.vad.scoring import FrameEvidence, FrameScorer, classify
@@ -50,6 +51,7 @@ class Detector:
             scorer if isinstance(scorer, SileroScorer | CombinedScorer) else None
         )
         self._settings = settings
+        self._dc = DcRemover(settings.frame_ms)
         self._state = MachineState()
         self._media_ms: MediaMs = 0
 
@@ -70,7 +72,7 @@ class Detector:
 
     def push(self, frame: Frame) -> tuple[VadEvent, ...]:
         """Score and step one frame; the events it caused."""
-        return self._step(self._scorer.evidence(frame))
+        return self._step(self._scorer.evidence(self._dc.remove(frame)))
 
     def prepare(self, frame: Frame) -> tuple[VadEvent, ...] | None:
         """Step one frame, unless Silero windows must be scored first (then None).
@@ -81,7 +83,7 @@ class Detector:
         """
         if self._batchable is None:
             return self.push(frame)
-        evidence = self._batchable.prepare(frame)
+        evidence = self._batchable.prepare(self._dc.remove(frame))
         return None if evidence is None else self._step(evidence)
 
     def resume(self) -> tuple[VadEvent, ...]:

@@ -1,0 +1,183 @@
+"""read_wav on the WAV files other people's recorders and tools write, not only mono PCM16.
+
+Each file is built byte by byte here (RIFF: chunk id, little-endian size, body, pad byte), so
+the tests say exactly which header field or chunk layout they exercise.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicegate.audio.g711 import (
+    alaw_bytes_to_samples,
+    samples_to_alaw_bytes,
+    samples_to_ulaw_bytes,
+    ulaw_bytes_to_samples,
+)
+from voicegate.audio.pcm import Samples
+from voicegate.audio.wav import read_wav
+from voicegate.errors import AudioFormatError
+
+PCM, FLOAT, ALAW, ULAW, EXTENSIBLE = 1, 3, 6, 7, 0xFFFE
+# KSDATAFORMAT_SUBTYPE_* GUIDs: the format tag, then a fixed tail.
+_GUID_TAIL = bytes.fromhex("000000001000800000aa00389b71")
+
+SPEECHLIKE = np.array([0, 1200, -32768, 32767, -5, 7, 16000, -16001], dtype=np.int16)
+
+
+def chunk(chunk_id: bytes, body: bytes) -> bytes:
+    """One RIFF chunk, with its pad byte when the body is odd."""
+    return chunk_id + struct.pack("<I", len(body)) + body + b"\0" * (len(body) % 2)
+
+
+def wave_file(
+    tag: int,
+    data: bytes,
+    *,
+    channels: int = 1,
+    rate: int = 16000,
+    bits: int = 16,
+    before: bytes = b"",
+    after: bytes = b"",
+    data_size: int | None = None,
+) -> bytes:
+    """A RIFF/WAVE file: ``fmt ``, the ``before`` chunks, ``data`` (its size may lie), ``after``."""
+    block = max(1, channels * bits // 8)
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, rate * block, block, bits)
+    if tag == EXTENSIBLE:  # cbSize, valid bits, channel mask, then the sub-format GUID
+        fmt += struct.pack("<HHI", 22, bits, 0) + struct.pack("<I", PCM) + _GUID_TAIL
+    size = len(data) if data_size is None else data_size
+    body = chunk(b"fmt ", fmt) + before + b"data" + struct.pack("<I", size) + data
+    body += b"\0" * (len(data) % 2) + after
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body
+
+
+def read(tmp_path: Path, content: bytes) -> tuple[Samples, int]:
+    """The samples and rate read_wav makes of ``content``."""
+    path = tmp_path / "in.wav"
+    path.write_bytes(content)
+    audio = read_wav(path)
+    assert audio.samples.dtype == np.int16
+    assert audio.samples.ndim == 1
+    return audio.samples, audio.sample_rate
+
+
+def test_8_bit_is_unsigned_and_scaled_to_16_bits(tmp_path: Path) -> None:
+    samples, _ = read(tmp_path, wave_file(PCM, bytes([0, 128, 255, 129]), bits=8))
+    assert samples.tolist() == [-32768, 0, 32512, 256]
+
+
+def test_24_bit_keeps_its_top_16_bits_rounded(tmp_path: Path) -> None:
+    values = [0x7FFFFF, -0x800000, 0x000180, -0x000180, 0x123456]
+    data = b"".join(v.to_bytes(3, "little", signed=True) for v in values)
+    samples, _ = read(tmp_path, wave_file(PCM, data, bits=24))
+    # 0x7FFFFF / 256 rounds to 32768, one past full scale: clipped.
+    assert samples.tolist() == [32767, -32768, 2, -2, 0x1234]
+
+
+def test_32_bit_integer_scales_down_to_16_bits(tmp_path: Path) -> None:
+    data = np.array([2**31 - 1, -(2**31), 0x12340000, 0x8000], dtype="<i4").tobytes()
+    samples, _ = read(tmp_path, wave_file(PCM, data, bits=32))
+    assert samples.tolist() == [32767, -32768, 0x1234, 0]
+
+
+@pytest.mark.parametrize(("dtype", "bits"), [("<f4", 32), ("<f8", 64)])
+def test_float_is_clipped_to_full_scale_and_nan_is_silence(
+    tmp_path: Path, dtype: str, bits: int
+) -> None:
+    data = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 3.0, np.nan], dtype=dtype).tobytes()
+    fact = chunk(b"fact", struct.pack("<I", 7))  # float WAV carries a fact chunk
+    samples, _ = read(tmp_path, wave_file(FLOAT, data, bits=bits, before=fact))
+    assert samples.tolist() == [0, 16384, -16384, 32767, -32768, 32767, 0]
+
+
+def test_extensible_pcm16_reads_as_plain_pcm16(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    samples, rate = read(tmp_path, wave_file(EXTENSIBLE, data, rate=48000))
+    assert rate == 48000
+    assert np.array_equal(samples, SPEECHLIKE)
+
+
+def test_ulaw_wav_decodes_like_the_codec(tmp_path: Path) -> None:
+    codes = samples_to_ulaw_bytes(SPEECHLIKE)
+    samples, rate = read(tmp_path, wave_file(ULAW, codes, rate=8000, bits=8))
+    assert rate == 8000
+    assert np.array_equal(samples, ulaw_bytes_to_samples(codes))
+
+
+def test_alaw_wav_decodes_like_the_codec(tmp_path: Path) -> None:
+    codes = samples_to_alaw_bytes(SPEECHLIKE)
+    samples, rate = read(tmp_path, wave_file(ALAW, codes, rate=8000, bits=8))
+    assert rate == 8000
+    assert np.array_equal(samples, alaw_bytes_to_samples(codes))
+
+
+def test_channels_are_averaged(tmp_path: Path) -> None:
+    frames = np.array([[1000, 3000], [-32768, -32768], [32767, 32767], [5, 6]], dtype="<i2")
+    samples, _ = read(tmp_path, wave_file(PCM, frames.tobytes(), channels=2))
+    assert samples.tolist() == [2000, -32768, 32767, 6]  # 5.5 rounds half to even
+
+
+def test_six_channels_are_averaged(tmp_path: Path) -> None:
+    frames = np.zeros((4, 6), dtype="<i2")
+    frames[:, 0] = 6000
+    samples, rate = read(tmp_path, wave_file(EXTENSIBLE, frames.tobytes(), channels=6))
+    assert rate == 16000
+    assert samples.tolist() == [1000] * 4
+
+
+def test_chunks_around_data_are_skipped_with_their_pad_bytes(tmp_path: Path) -> None:
+    info = chunk(b"LIST", b"INFO" + chunk(b"INAM", b"a call\0") + chunk(b"ISFT", b"odd"))
+    before = chunk(b"junk", b"abc") + info  # odd-sized: a pad byte follows it
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    samples, _ = read(tmp_path, wave_file(PCM, data, before=before, after=info))
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+@pytest.mark.parametrize("size", [0, 0xFFFFFFFF], ids=["zero", "all-ones"])
+def test_a_streaming_writers_data_size_reads_to_the_end(tmp_path: Path, size: int) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    samples, _ = read(tmp_path, wave_file(PCM, data, data_size=size))
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+def test_rf64_reads_its_data_to_the_end(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    ds64 = chunk(b"ds64", struct.pack("<QQQI", 0, len(data), len(SPEECHLIKE), 0))
+    content = wave_file(PCM, data, before=ds64, data_size=0xFFFFFFFF)
+    samples, _ = read(tmp_path, b"RF64" + b"\xff\xff\xff\xff" + content[8:])
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+@pytest.mark.parametrize("cut", [0, 1], ids=["whole-sample", "mid-sample"])
+def test_a_file_cut_short_keeps_its_whole_samples(tmp_path: Path, cut: int) -> None:
+    content = wave_file(PCM, SPEECHLIKE.astype("<i2").tobytes())
+    samples, _ = read(tmp_path, content[: len(content) - 6 + cut])
+    assert samples.tolist() == SPEECHLIKE.tolist()[:5]
+
+
+def test_an_odd_data_chunk_drops_the_partial_sample(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes() + b"\x01"
+    samples, _ = read(tmp_path, wave_file(PCM, data, after=chunk(b"LIST", b"INFO")))
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (wave_file(2, bytes(64), bits=4), r"format tag 0x0002 is not supported"),
+        (wave_file(PCM, bytes(60), bits=12, channels=5), r"12 bits .* not supported"),
+        (wave_file(FLOAT, bytes(64), bits=16), r"IEEE float of 16 bits"),
+        (b"RIFF\x20\0\0\0WAVEdata\x04\0\0\0abcd", r"data chunk comes before any fmt"),
+        (wave_file(PCM, b"")[:36], r"no data chunk"),
+        (wave_file(PCM, bytes(64), rate=1), r"says 1 Hz, outside 1000-768000 Hz"),
+    ],
+    ids=["adpcm", "12-bit", "float16", "data-first", "no-data", "rate-1-hz"],
+)
+def test_what_cannot_be_decoded_is_named(tmp_path: Path, content: bytes, message: str) -> None:
+    with pytest.raises(AudioFormatError, match=message):
+        read(tmp_path, content)
