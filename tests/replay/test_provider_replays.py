@@ -57,6 +57,8 @@ def test_a_barge_in_replays_with_the_providers_flush_verb(provider: str, tmp_pat
     heard = [r for r in timeline if r["event"] == "heard"]
     assert heard
     assert all(r.get("estimated", False) is (provider in ESTIMATED) for r in heard)
+    # Every provider's hang-up ends the timeline's call, by a stop message or a socket close.
+    assert [r["event"] for r in timeline].count("call_ended") == 1
 
 
 def test_a_conversationrelay_barge_in_replays_with_twilios_interrupt(tmp_path: Path) -> None:

@@ -179,3 +179,7 @@ class _NullTransport:
 
     async def close(self, code: int, reason: str) -> None:
         return None
+
+    @property
+    def peer_close(self) -> str | None:
+        return None

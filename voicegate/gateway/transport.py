@@ -55,6 +55,12 @@ class Transport(Protocol):
         """Close the connection with a WebSocket close code and a human-readable reason."""
         ...
 
+    @property
+    def peer_close(self) -> str | None:
+        """How the peer ended the connection, once :meth:`receive` returned None because it
+        did (its close code and reason, or that the connection was lost); None otherwise."""
+        ...
+
 
 class CallGate(Protocol):
     """The gateway's admission of one connection: its own id, and the call slot at `start`."""

@@ -151,6 +151,13 @@ class WebSocketTransport:
 
     def __init__(self, socket: web.WebSocketResponse) -> None:
         self._socket = socket
+        self._closing = False  # this side started the close
+        self._peer_close: str | None = None
+
+    @property
+    def peer_close(self) -> str | None:
+        """How the peer ended the connection, if it did (see ``Transport.peer_close``)."""
+        return self._peer_close
 
     @property
     def closed(self) -> bool:
@@ -171,6 +178,11 @@ class WebSocketTransport:
                 # A malformed frame or an oversized message; aiohttp already closed the socket
                 # with the matching code (e.g. 1009), this says why to the session.
                 raise RemoteProtocolError(f"websocket: {message.data}")
+            case WSMsgType.CLOSE:  # the peer's close frame (RFC 6455 §5.5.1): its hang-up
+                reason = f": {message.extra}" if message.extra else ""
+                self._peer_close = f"the peer closed the connection ({message.data}{reason})"
+            case WSMsgType.CLOSED | WSMsgType.ERROR if not self._closing:
+                self._peer_close = "the connection was lost"
         return None  # CLOSE, CLOSING, CLOSED, or the connection was lost
 
     async def send(self, message: str | bytes) -> None:
@@ -188,5 +200,6 @@ class WebSocketTransport:
 
     async def close(self, code: int, reason: str) -> None:
         """Close with a status code and a reason (the first close wins; later ones are no-ops)."""
+        self._closing = True
         if not self._socket.closed:
             await self._socket.close(code=code, message=close_reason(reason))

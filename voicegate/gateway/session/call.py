@@ -137,6 +137,11 @@ class CallSession:
             handled += 1
             if handled % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # let other calls run between buffered frames
+        ended_by_peer = self._transport.peer_close
+        if self._parts is not None and ended_by_peer is not None:
+            # Vonage, Jambonz, FreeSWITCH and Asterisk hang up by closing the socket, with no
+            # stop message: the timeline still says how and when the call ended.
+            self._clock.emit("call_ended", reason=ended_by_peer)
 
     async def _on_codec_event(self, event: CodecEvent, watchdog: Watchdog) -> bool:
         """Handle one provider event; False once the call is over."""
