@@ -117,8 +117,9 @@ class LoadGuard:
             cut = max(self._min_calls, int(calls * DECREASE))
             if self._limit is None or cut < self._limit:
                 log.warning(
-                    "the media loop was over 50 ms late %.0f %% of the last %g s with %d calls "
+                    "the media loop was over %g ms late %.0f %% of the last %g s with %d calls "
                     "(limits.shed_late_share %g): this worker now takes at most %d",
+                    LATE_MS,
                     100 * self._share,
                     self._window_s,
                     calls,
@@ -132,8 +133,8 @@ class LoadGuard:
         return Refusal(
             CLOSE_TRY_AGAIN_LATER,
             f"overloaded: this worker carries {calls} call{'' if calls == 1 else 's'}, its "
-            "media loop was over 50 ms late "
-            f"{100 * self._share:.0f} % of the last {self._window_s:g} s; try again",
+            f"media loop was over {LATE_MS:g} ms late {100 * self._share:.0f} % of the last "
+            f"{self._window_s:g} s; try again",
         )
 
     def _settled(self, now: float) -> bool:
