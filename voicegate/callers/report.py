@@ -88,8 +88,8 @@ def summary(records: Sequence[Record], *, observed: Sequence[Record] = ()) -> li
     what failed (the gateway's view; ``observed``, the caller's, only lengthens the media)."""
     turns = [r for r in records if r["event"] == "turn_started"]
     found = interruptions(records)
-    # A provider that ends a call by closing its socket leaves no call_ended record, so a
-    # call in which nothing happened would read "media: 0 ms": the caller saw it end.
+    # The gateway's timeline may stop before the call did (a gateway too old to record a
+    # hang-up by socket close wrote nothing after it): the caller saw the call to its end.
     media = max(_end_ms(records), _end_ms(observed))
     lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {media} ms"]
     lines += transcript_lines(records)

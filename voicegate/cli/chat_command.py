@@ -56,8 +56,6 @@ from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.isolation import ToolLoops
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import ConfigError, VoicegateError
-from voicegate.mcp.connection import LaunchOptions
-from voicegate.mcp.runtime import declared_servers, project_tools
 
 CALL_ID = "chat"
 #: What ``--show`` can print before each model request.
@@ -118,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         llm = _llm_factory(args.llm, project)
         model = _shown(llm, printer, show) if show else llm
         call = CallInfo(CALL_ID, conversation_id=args.conversation or uuid.uuid4().hex)
-        tools = _project_tools(args.project, project)
+        tools = wiring.connected_tools(args.project, project, os.environ)
 
         def build(catalog: ToolCatalog) -> ProjectEngine:
             return ProjectEngine(project, model, store, catalog=catalog, tool_loops=tool_loops)
@@ -128,17 +126,6 @@ def run(args: argparse.Namespace) -> int:
         tool_loops.close()
         store.close()
     return 0
-
-
-def _project_tools(root: Path, project: Project) -> AbstractAsyncContextManager[ToolCatalog]:
-    """The project's tools with its MCP servers connected, as ``serve`` has them (§10.2).
-
-    A server that cannot be started, connected or listed stops the chat before the first
-    turn, naming the failure, rather than leaving an imported tool missing mid-conversation.
-    """
-    servers = declared_servers(root, os.environ)
-    # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
-    return project_tools(project, servers, LaunchOptions(root.resolve(), stderr=sys.__stderr__))
 
 
 async def _chat_with_tools(

@@ -405,6 +405,18 @@ def build_turns(settings: TurnSettings) -> TurnFactory:
     return TurnFactory(settings, model)
 
 
+def connected_tools(
+    root: Path, project: Project, environ: Mapping[str, str]
+) -> AbstractAsyncContextManager[ToolCatalog]:
+    """The project's tools with its MCP servers connected (contract §10.2); stops them.
+
+    A server that cannot be started, connected or listed fails on entry, naming itself.
+    """
+    servers = declared_servers(root, environ)
+    # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
+    return project_tools(project, servers, LaunchOptions(root.resolve(), stderr=sys.__stderr__))
+
+
 @asynccontextmanager
 async def open_runner(
     settings: Settings,
@@ -425,9 +437,6 @@ async def open_runner(
     """
     root = settings.engine.project_dir
     project = load_project(root)
-    servers = declared_servers(root, environ)
-    # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
-    launch = LaunchOptions(root.resolve(), stderr=sys.__stderr__)
     stores = open_store(settings, environ, project)
     # The speech models load on a thread (a second or more with Whisper and Smart Turn) while
     # the MCP servers start (a stdio server's interpreter imports the mcp package: ~1 s).
@@ -436,7 +445,7 @@ async def open_runner(
     )
     try:
         async with (
-            dialogue_host(project_tools(project, servers, launch), inline=inline) as host,
+            dialogue_host(connected_tools(root, project, environ), inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
             catalog, tool_loops, plane = host
