@@ -105,7 +105,7 @@ class CountingModel:
 
 async def one_turn(samples: Samples, eot: EndOfTurnSettings, model: CountingModel) -> float:
     """Push one caller turn through the VAD and a tracker; its length in seconds."""
-    vad = replace(VadSettings(), stop_ms=eot.pause_ms)
+    vad = replace(VadSettings(), stop_ms=eot.ask_after_ms)
     media = MediaFactory(sample_rate=16000, vad=vad).open(WIRE, WIRE)
     settings = TurnSettings(eot, EchoGateSettings(enabled=False))
     tracker = TurnTracker(settings, model, sample_rate=media.sample_rate, wire=WIRE)

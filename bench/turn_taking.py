@@ -7,7 +7,9 @@ against labelled onsets and offsets (fixtures/audio/onsets.tsv, labelled from th
 never by the VAD under test) or against synthetic bursts whose timing is known by construction.
 
 - ``end_of_speech``: the caller says one human recording; ms from its labelled end of speech
-  to the first bot audio the caller hears (p50/p95), and why the gateway ended the turn.
+  to the first bot audio the caller hears (p50/p95), and why the gateway ended the turn. A
+  bot that starts before the labelled end (the turn ended at a pause between two words) is
+  listed in ``answered_before_end_of_speech``, not in the latencies.
 - ``barge_in``: the caller talks over the bot's long answer; ms from the labelled onset to
   the bot audio stopping at the caller (audible stop) and to the provider's ``clear``.
 - ``echo``: the caller is silent while the bot talks, with the echo loopback on (-20 and
@@ -252,6 +254,7 @@ def stages(timeline: list[dict[str, Any]], end_ms: int) -> dict[str, int]:
 async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, Any]:
     """Labelled end of caller speech -> first bot audio at the caller."""
     latencies: list[float] = []
+    early: list[str] = []
     reasons: dict[str, int] = {}
     per_file: dict[str, Any] = {}
     stage_times: dict[str, list[float]] = {}
@@ -264,7 +267,9 @@ async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, A
         eot = next((r for r in timeline if r["event"] == "end_of_turn"), None)
         reason = eot["reason"] if eot else "vad stop"
         reasons[reason] = reasons.get(reason, 0) + 1
-        if first is not None:
+        if first is not None and first < end:
+            early.append(rec.name)  # the turn ended at a pause inside the labelled speech
+        elif first is not None:
             latencies.append(first - end)
         per_file[rec.name] = {
             "ms": None if first is None else first - end,
@@ -278,7 +283,8 @@ async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, A
     return {
         "ms_end_of_speech_to_first_bot_audio": spread(latencies),
         "stage_p50_ms_after_end_of_speech": {k: percentile(v, 0.5) for k, v in stage_times.items()},
-        "unanswered": len(recordings) - len(latencies),
+        "unanswered": len(recordings) - len(latencies) - len(early),
+        "answered_before_end_of_speech": early,
         "turn_end_reasons": reasons,
         "per_file": per_file,
     }

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from voicegate.errors import ConfigError
 from voicegate.turns import end_of_turn as eot
 from voicegate.turns.settings import EndOfTurnSettings
 
@@ -78,3 +81,18 @@ def test_a_score_or_transcript_for_an_older_pause_is_ignored() -> None:
     state = eot.paused(eot.EndOfTurnState(), 2000)
     assert eot.scored(state, 1000, 0.99, 2300) == state
     assert eot.heard(state, "front", 1900) == state
+
+
+def test_a_verdict_asked_early_ends_the_turn_only_once_pause_ms_of_silence_passed() -> None:
+    # The VAD reports the pause after ask_after_ms (100) of silence; the model and the words
+    # are in 90 ms later, 190 ms after the speech: the turn ends at 200 ms, not before.
+    events = [("pause", 1100, 1000), ("score", 1170, 0.93), ("words", 1190, "front center")]
+    events += [("tick", 1200, None)]
+    assert run(events, MODEL) == ["model@1200"]
+
+
+def test_ask_after_ms_must_come_no_later_than_the_pause() -> None:
+    with pytest.raises(ConfigError, match="ask_after_ms"):
+        EndOfTurnSettings(pause_ms=200, ask_after_ms=250)
+    with pytest.raises(ConfigError, match="ask_after_ms"):
+        EndOfTurnSettings(ask_after_ms=10)

@@ -325,7 +325,7 @@ def build_speech(
     vad = settings.vad
     if settings.turns.end_of_turn.uses_model:
         # The VAD's silence only makes a pause; the end-of-turn layer decides the rest.
-        vad = replace(vad, stop_ms=settings.turns.end_of_turn.pause_ms)
+        vad = replace(vad, stop_ms=settings.turns.end_of_turn.ask_after_ms)
     return SpeechEngines(
         stt=build_stt(
             settings.speech.stt,

@@ -1,11 +1,12 @@
 """The end-of-turn machine: is a pause in the caller's speech the end of their turn?
 
-Pure, on media time (design §6). The VAD reports a *pause* after ``pause_ms`` of silence; the
-machine holds that speech end back from the barge-in machine and the recogniser while it
+Pure, on media time (design §6). The VAD reports a *pause* after ``ask_after_ms`` of silence;
+the machine holds that speech end back from the barge-in machine and the recogniser while it
 waits for evidence, and releases it as the end of the turn when
 
-* the end-of-turn model scored the audio up to the pause at or above ``threshold`` and the
-  transcript of the pause has arrived (or ``transcript_wait_ms`` passed without one), unless
+* the end-of-turn model scored the audio up to the pause at or above ``threshold``, the
+  silence reached ``pause_ms`` and the transcript of the pause has arrived (or
+  ``transcript_wait_ms`` passed without one), unless
   that transcript ends on a hold word ("and", "um"): then only ``hesitation_timeout_ms``
   of silence ends it;
 * or the model scored it incomplete and the silence reached ``incomplete_timeout_ms``;
@@ -132,6 +133,8 @@ def _reason(pause: Pause, now_ms: MediaMs, settings: EndOfTurnSettings) -> str |
         return "silence timeout" if silence >= settings.silence_timeout_ms else None
     if pause.score < settings.threshold:
         return "incomplete timeout" if silence >= settings.incomplete_timeout_ms else None
+    if silence < settings.pause_ms:
+        return None  # asked early (ask_after_ms) so the verdict is in by now, not to act sooner
     assert pause.scored_ms is not None
     waited = now_ms - pause.scored_ms
     if pause.words is not None or waited >= settings.transcript_wait_ms:

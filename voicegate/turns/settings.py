@@ -28,8 +28,13 @@ class EndOfTurnSettings:
     #: ``smart-turn`` (the bundled Smart Turn v3.2 ONNX), ``none``, or a path to an ONNX file
     #: with the same input (80x800 Whisper log-mel features of the last 8 s).
     model: str = "smart-turn"
-    #: Silence (ms) that makes a pause and asks the model; it becomes the VAD's ``stop_ms``.
+    #: Silence (ms) after which a complete verdict may end the turn.
     pause_ms: int = 200
+    #: Silence (ms) after which the model and the recogniser are asked about a pause; it
+    #: becomes the VAD's ``stop_ms``. Asking before ``pause_ms`` has passed means the verdict
+    #: and the transcript (each ~90 ms of one core) are in when it has, instead of starting
+    #: then; a pause that speech resumes costs them for nothing (docs/turn-taking.md).
+    ask_after_ms: int = 100
     #: Model probability at or above which the turn is complete (Smart Turn's own 0.5).
     threshold: float = 0.5
     #: Fallback while the model has not answered (a loaded machine): silence (ms since the
@@ -80,6 +85,10 @@ class EndOfTurnSettings:
                 raise ConfigError(f"{name} must be at least 20 ms, got {getattr(self, name)!r}")
         if self.silence_timeout_ms < self.pause_ms:
             raise ConfigError("silence_timeout_ms must be at least pause_ms")
+        if not 20 <= self.ask_after_ms <= self.pause_ms:
+            raise ConfigError(
+                f"ask_after_ms must be at least 20 ms and at most pause_ms, got {self.ask_after_ms}"
+            )
         if min(self.transcript_wait_ms, self.preroll_ms, self.max_queue, self.min_speech_ms) < 0:
             raise ConfigError(
                 "transcript_wait_ms, preroll_ms, max_queue and min_speech_ms must be >= 0"
