@@ -63,7 +63,7 @@ async def test_the_model_ends_the_turn_at_a_short_pause(
         silence_timeout_ms=5000, incomplete_timeout_ms=5000, hesitation_timeout_ms=5000
     )
     turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), model)
-    media = MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))
+    media = MediaFactory(vad=VadSettings(stop_ms=eot.ask_after_ms))
     async with gateway_for(tmp_path, ["check my balance"], media=media, turns=turns) as world:
         caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=7000))
         assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
@@ -82,7 +82,7 @@ async def test_the_model_ends_the_turn_at_a_short_pause(
 async def test_a_trailing_and_keeps_the_turn_open(tmp_path: Path, model: SmartTurnModel) -> None:
     eot = EndOfTurnSettings(silence_timeout_ms=600, hesitation_timeout_ms=1500)
     turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), model)
-    media = MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))
+    media = MediaFactory(vad=VadSettings(stop_ms=eot.ask_after_ms))
     transcripts = ["balance and"]  # the scripted recogniser shows it whole by the pause
     async with gateway_for(tmp_path, transcripts, media=media, turns=turns) as world:
         caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=5000))
@@ -177,7 +177,7 @@ def speculative_world(world_args: dict[str, Any] | None = None) -> dict[str, Any
     # it: far more than the 32 frames a busy receive loop handles before it yields).
     eot = EndOfTurnSettings(incomplete_timeout_ms=2500, speculative=True)
     turns = TurnFactory(TurnSettings(eot, EchoGateSettings(enabled=False)), Undecided())
-    return {"turns": turns, "media": MediaFactory(vad=VadSettings(stop_ms=eot.pause_ms))}
+    return {"turns": turns, "media": MediaFactory(vad=VadSettings(stop_ms=eot.ask_after_ms))}
 
 
 async def test_a_speculative_turn_the_caller_overrides_leaves_no_trace(tmp_path: Path) -> None:
