@@ -124,7 +124,7 @@ class WhisperRecognizer:
 
     def _decode(self, audio: npt.NDArray[np.float32]) -> str:
         if self._short is not None and self._short.fits(len(audio)):
-            text = self._short.decode(audio).text
+            text = self._short.decode(audio)
             if text is not None:
                 return text
         return self._decode_full(audio)

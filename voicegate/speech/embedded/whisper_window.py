@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,14 +40,6 @@ _LOOP_REPEATS = 3
 #: log_prob_threshold of ``WhisperModel.transcribe``), kept so both paths agree on silence.
 _NO_SPEECH_PROB = 0.6
 _LOW_AVG_LOGPROB = -1.0
-
-
-@dataclass(frozen=True, slots=True)
-class ShortDecode:
-    """A short-window decode's text, or why it was not trusted."""
-
-    text: str | None  # None: decode the full window instead
-    tokens: int
 
 
 class ShortWindowDecoder:
@@ -76,8 +67,8 @@ class ShortWindowDecoder:
         """Whether ``samples`` (16 kHz) leave the window its trailing silence."""
         return samples <= (self._window_s - MIN_TRAILING_S) * _RATE
 
-    def decode(self, audio: npt.NDArray[np.float32]) -> ShortDecode:
-        """The text of ``audio`` (16 kHz, fits the window), or ``text=None`` if untrusted."""
+    def decode(self, audio: npt.NDArray[np.float32]) -> str | None:
+        """The text of ``audio`` (16 kHz, fits the window); None if untrusted (decode it whole)."""
         window = int(self._window_s * _RATE)
         padded = np.zeros(window, dtype=np.float32)
         padded[: len(audio)] = audio
@@ -99,13 +90,13 @@ class ShortWindowDecoder:
         )[0]
         tokens = [t for t in result.sequences_ids[0] if t < self._tokenizer.eot]
         if len(tokens) >= budget:
-            return ShortDecode(None, len(tokens))
+            return None
         # faster-whisper's average log-probability: the sum over the tokens and the end token.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
         if result.no_speech_prob > _NO_SPEECH_PROB and avg_logprob < _LOW_AVG_LOGPROB:
-            return ShortDecode("", len(tokens))
-        text = self._tokenizer.decode(tokens).strip()
-        return ShortDecode(None if loops(text) else text, len(tokens))
+            return ""
+        text: str = self._tokenizer.decode(tokens).strip()
+        return None if loops(text) else text
 
 
 def loops(text: str) -> bool:
