@@ -31,6 +31,7 @@ def test_media_messages_are_what_json_dumps_gives_for_speech_and_silence() -> No
         header = {"event": "media", "sequenceNumber": str(index + 2)}
         assert message == json.dumps({**header, "streamSid": stream_sid, "media": media})
     heard = [base64.b64decode(json.loads(m[0])["media"]["payload"]) for m in messages]
-    assert heard[0] == heard[4] == b"\xff" * FRAME_BYTES  # μ-law silence
+    silence = samples_to_ulaw_bytes(np.zeros(160, dtype=np.int16))
+    assert heard[0] == heard[4] == silence == b"\xff" * FRAME_BYTES
     assert heard[1] == samples_to_ulaw_bytes(TONE[:160])
     assert heard[3][:80] == samples_to_ulaw_bytes(TONE[320:])
