@@ -17,7 +17,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,8 @@ from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
 from voicegate.gateway.redis_registry import RedisCallRegistry, RegistryOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.gateway.transport import CallLeases
-from voicegate.mcp.connection import LaunchOptions
-from voicegate.mcp.runtime import declared_servers, project_tools
+from voicegate.mcp.declared import declared_servers
+from voicegate.mcp.imports import project_catalog, project_imports
 from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import (
@@ -424,6 +424,13 @@ def connected_tools(
     A server that cannot be started, connected or listed fails on entry, naming itself.
     """
     servers = declared_servers(root, environ)
+    if not project_imports(project):
+        # No skill imports an MCP tool, so no server would start: the local tools alone, and
+        # the mcp package (about a second of imports, most of a scripted replay's) stays unloaded.
+        return nullcontext(project_catalog(project, {}))
+    from voicegate.mcp.connection import LaunchOptions
+    from voicegate.mcp.runtime import project_tools
+
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     return project_tools(project, servers, LaunchOptions(root.resolve(), stderr=sys.__stderr__))
 
