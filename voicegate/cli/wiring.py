@@ -455,6 +455,9 @@ async def open_runner(
     """
     root = settings.engine.project_dir
     project = load_project(root)
+    # Before the models' thread: this imports the mcp package when a skill imports MCP tools
+    # (a second of CPU), which would otherwise share the interpreter with the loading.
+    tools = connected_tools(root, project, environ)
     stores = open_store(settings, environ, project)
     # The speech models load on a thread (a second or more with Whisper and Smart Turn) while
     # the MCP servers start (a stdio server's interpreter imports the mcp package: ~1 s).
@@ -463,7 +466,7 @@ async def open_runner(
     )
     try:
         async with (
-            dialogue_host(connected_tools(root, project, environ), inline=inline) as host,
+            dialogue_host(tools, inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
             catalog, tool_loops, plane = host
