@@ -36,6 +36,9 @@ from typing import Any
 
 import numpy as np
 
+# Imports are not timed. The demo's skills import MCP tools, so its replay imports the mcp
+# package (cli/wiring.py loads it only for such a project): here, so it is not timed either.
+import voicegate.mcp.runtime  # noqa: F401
 from voicegate.audio.wav import read_wav
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.cli.replaying import new_caller, replay_in_process, run_replay, with_fresh_store

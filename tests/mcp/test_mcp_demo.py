@@ -13,8 +13,9 @@ from voicegate.engine.tools.result import ToolResult
 from voicegate.errors import ConfigError, ToolExecutionError
 from voicegate.gateway.dialogue import ThreadedEngine
 from voicegate.mcp.config import StdioTransport
+from voicegate.mcp.declared import declared_servers
 from voicegate.mcp.imports import McpImport
-from voicegate.mcp.runtime import McpRuntime, declared_servers
+from voicegate.mcp.runtime import McpRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "config" / "agent"

@@ -17,7 +17,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,8 @@ from voicegate.gateway.metrics import GatewayMetrics, TimedTextToSpeech
 from voicegate.gateway.redis_registry import RedisCallRegistry, RegistryOptions
 from voicegate.gateway.session import CallServices, SessionRunner, SessionSettings
 from voicegate.gateway.transport import CallLeases
-from voicegate.mcp.connection import LaunchOptions
-from voicegate.mcp.runtime import declared_servers, project_tools
+from voicegate.mcp.declared import declared_servers
+from voicegate.mcp.imports import project_catalog, project_imports
 from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import (
@@ -424,6 +424,13 @@ def connected_tools(
     A server that cannot be started, connected or listed fails on entry, naming itself.
     """
     servers = declared_servers(root, environ)
+    if not project_imports(project):
+        # No skill imports an MCP tool, so no server would start: the local tools alone, and
+        # the mcp package (about a second of imports, most of a scripted replay's) stays unloaded.
+        return nullcontext(project_catalog(project, {}))
+    from voicegate.mcp.connection import LaunchOptions
+    from voicegate.mcp.runtime import project_tools
+
     # Server logs go to the process's real stderr (sys.stderr may be a capture without a fd).
     return project_tools(project, servers, LaunchOptions(root.resolve(), stderr=sys.__stderr__))
 
@@ -448,6 +455,9 @@ async def open_runner(
     """
     root = settings.engine.project_dir
     project = load_project(root)
+    # Before the models' thread: this imports the mcp package when a skill imports MCP tools
+    # (a second of CPU), which would otherwise share the interpreter with the loading.
+    tools = connected_tools(root, project, environ)
     stores = open_store(settings, environ, project)
     # The speech models load on a thread (a second or more with Whisper and Smart Turn) while
     # the MCP servers start (a stdio server's interpreter imports the mcp package: ~1 s).
@@ -456,7 +466,7 @@ async def open_runner(
     )
     try:
         async with (
-            dialogue_host(connected_tools(root, project, environ), inline=inline) as host,
+            dialogue_host(tools, inline=inline) as host,
             call_leases(settings, environ, project) as leases,
         ):
             catalog, tool_loops, plane = host

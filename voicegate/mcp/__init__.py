@@ -1,7 +1,8 @@
 """MCP client sessions exposed to the engine as tools (contract §10; issue 8).
 
 - ``config``: ``integrations.yml`` ``mcp_servers`` -> frozen :class:`McpServerConfig` (stdio or
-  Streamable HTTP, per-server ``tool_timeout``); ``secrets`` expands ``${ENV_VAR}`` references.
+  Streamable HTTP, per-server ``tool_timeout``); ``secrets`` expands ``${ENV_VAR}`` references;
+  ``declared`` reads a project's servers. These three and ``imports`` load no ``mcp`` package.
 - ``connection``: one live client session per server, held open by its own task;
   ``watch`` notices a server's side ending between calls.
 - ``server``: a server for the life of the gateway: startup listing, calls, reconnection.

@@ -19,15 +19,20 @@ import functools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-
-from mcp.types import Tool
+from typing import TYPE_CHECKING
 
 from voicegate.engine.project.model import Project
+from voicegate.engine.tools.catalog import ToolCatalog
+from voicegate.engine.tools.invocable import InvocableTool
 from voicegate.engine.tools.remote import RemoteTool
 from voicegate.engine.tools.schema import ToolSpec
 from voicegate.errors import McpServerError
 from voicegate.mcp.config import McpServerConfig
-from voicegate.mcp.server import McpServer
+
+if TYPE_CHECKING:  # the mcp package is a second of imports; checking imports needs none of it
+    from mcp.types import Tool
+
+    from voicegate.mcp.server import McpServer
 
 MCP_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -57,6 +62,16 @@ def project_imports(project: Project) -> tuple[McpImport, ...]:
                 where = f"{path}:{entry.line}" if entry.line else path
                 found.append(McpImport(skill_id, entry.server, entry.name, where))
     return tuple(found)
+
+
+def project_catalog(
+    project: Project, imported: Mapping[str, Mapping[str, RemoteTool]]
+) -> ToolCatalog:
+    """The catalog of every skill's local tools plus its imported MCP tools."""
+    skills: dict[str, dict[str, InvocableTool]] = {}
+    for skill_id, skill in project.skills.items():
+        skills[skill_id] = {**skill.tools, **imported.get(skill_id, {})}
+    return ToolCatalog(skills)
 
 
 def project_tool_names(project: Project) -> dict[str, frozenset[str]]:

@@ -16,29 +16,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from voicegate.engine.project.model import Project
 from voicegate.engine.tools.catalog import ToolCatalog
-from voicegate.engine.tools.invocable import InvocableTool
 from voicegate.engine.tools.remote import RemoteTool
-from voicegate.engine.yamlfile import load_yaml
-from voicegate.mcp.config import McpServerConfig, parse_mcp_servers
+from voicegate.mcp.config import McpServerConfig
 from voicegate.mcp.connection import LaunchOptions
 from voicegate.mcp.imports import (
     McpImport,
     check_imports,
+    project_catalog,
     project_imports,
     project_tool_names,
     resolve_imports,
 )
-from voicegate.mcp.secrets import resolve_secrets
 from voicegate.mcp.server import McpServer
-
-#: The file ``mcp_servers`` is read from, in the project folder (contract §2.2).
-INTEGRATIONS_FILE = "integrations.yml"
 
 
 class McpRuntime:
@@ -101,28 +95,6 @@ class McpRuntime:
         server = McpServer(self.declared[name], self.options, self._tasks)
         self.servers[name] = server  # registered first, so a half-started server is stopped
         await server.start()
-
-
-def declared_servers(project_root: Path, environ: Mapping[str, str]) -> dict[str, McpServerConfig]:
-    """``integrations.yml``'s ``mcp_servers`` with their ``${ENV_VAR}`` references expanded.
-
-    Read from the live project folder (contract §2.2: a change takes effect at restart). No
-    file means no servers. ConfigError for a bad entry or an unset variable.
-    """
-    path = project_root / INTEGRATIONS_FILE
-    if not path.is_file():
-        return {}
-    return resolve_secrets(parse_mcp_servers(load_yaml(path), str(path)), environ)
-
-
-def project_catalog(
-    project: Project, imported: Mapping[str, Mapping[str, RemoteTool]]
-) -> ToolCatalog:
-    """The catalog of every skill's local tools plus its imported MCP tools."""
-    skills: dict[str, dict[str, InvocableTool]] = {}
-    for skill_id, skill in project.skills.items():
-        skills[skill_id] = {**skill.tools, **imported.get(skill_id, {})}
-    return ToolCatalog(skills)
 
 
 @asynccontextmanager
