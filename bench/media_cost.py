@@ -174,6 +174,8 @@ class FakeTwilio:
         self._played = 0
         self._marks: deque[tuple[int, str]] = deque()
         self.sent = 0
+        #: The call ends with Twilio's stop message, never by the socket closing.
+        self.peer_close: str | None = None
 
     async def receive(self) -> str | None:
         """The next provider message; yields to the loop once per media frame, as a socket does."""
