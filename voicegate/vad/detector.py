@@ -10,7 +10,7 @@ from voicegate.vad.combined import CombinedScorer
 from voicegate.vad.dc import DcRemover
 from voicegate.vad.frames import Frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
-from voicegate.vad.scoring import FrameEvidence, FrameScorer, classify
+from voicegate.vad.scoring import FrameEvidence, FrameScorer, Verdict, classify
 from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
 from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.silero_batch import BatchableScorer
@@ -92,11 +92,13 @@ class Detector:
         return self._step(self._batchable.scored())
 
     def _step(self, evidence: FrameEvidence) -> tuple[VadEvent, ...]:
-        verdict = classify(
-            evidence, self._settings.speech_threshold, self._settings.maybe_threshold
-        )
-        self._state, events = step(self._state, verdict, self._media_ms, self._settings)
-        self._media_ms += self._settings.frame_ms
+        settings = self._settings
+        verdict = classify(evidence, settings.speech_threshold, settings.maybe_threshold)
+        start = self._media_ms
+        self._media_ms = start + settings.frame_ms
+        if verdict is Verdict.SILENCE and self._state.phase is Phase.QUIET:
+            return ()  # most frames of a call: the table's (quiet, silence) row stays put
+        self._state, events = step(self._state, verdict, start, settings)
         return events
 
     def finish(self) -> tuple[VadEvent, ...]:
