@@ -61,7 +61,8 @@ class InboundAudio:
                 await self._on_voice(voice)
             if bargein.needs_tick(self._reactions.state):
                 await self._reactions.apply(bargein.Tick(self._clock.now_ms))
-            await self._playback.release()
+            if self._playback.due:  # most frames: no bot audio due, no await
+                await self._playback.release()
 
     async def _on_voice(self, voice: VoiceLike) -> None:
         if voice.started:
