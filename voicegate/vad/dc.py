@@ -33,6 +33,7 @@ TIME_CONSTANT_MS = 500
 MIN_OFFSET_LSB = 8
 
 _INT16_MIN, _INT16_MAX = -32768, 32767
+_INT64 = np.dtype(np.int64)  # an object: no scalar-type conversion per frame
 
 
 class DcRemover:
@@ -46,7 +47,7 @@ class DcRemover:
     def remove(self, frame: Frame) -> Frame:
         """The frame less the stream's offset (the frame itself when that rounds to 0)."""
         # An int64 sum: a third of np.mean's cost, and this runs on every frame of every call.
-        mean = int(np.add.reduce(frame, dtype=np.int64)) / len(frame) if len(frame) else 0.0
+        mean = int(np.add.reduce(frame, dtype=_INT64)) / len(frame) if len(frame) else 0.0
         # The plain mean of the frames so far until there are a time constant's worth, then
         # the exponential average: one noisy first frame does not set the estimate.
         self._frames += 1
