@@ -108,8 +108,12 @@ class CombinedScorer:
     def prepare(self, frame: Frame) -> FrameEvidence | None:
         """The frame's evidence, or None while the Silero windows it finished wait to be scored."""
         check_frame(frame, self._frame_length)
+        return self.prepare_measured(frame, level_dbfs(frame))
+
+    def prepare_measured(self, frame: Frame, level: float) -> FrameEvidence | None:
+        """:meth:`prepare` for a checked frame whose level (``level_dbfs``) is known."""
         speechlike = self._is_speech(frame)
-        rises = self._floor.rises(level_dbfs(frame), self._rise_db)
+        rises = self._floor.rises(level, self._rise_db)
         if not (speechlike or rises):
             self._hold(frame)
             return _CLOSED

@@ -8,7 +8,7 @@ from voicegate.errors import ConfigError
 from voicegate.types import MediaMs
 from voicegate.vad.combined import CombinedScorer
 from voicegate.vad.dc import DcRemover
-from voicegate.vad.frames import Frame, frame_length, iter_frames
+from voicegate.vad.frames import Frame, check_frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
 from voicegate.vad.scoring import FrameEvidence, FrameScorer, Verdict, classify
 from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
@@ -50,6 +50,9 @@ class Detector:
         self._batchable: BatchableScorer | None = (
             scorer if isinstance(scorer, SileroScorer | CombinedScorer) else None
         )
+        # The combined scorer's level comes with the DC removal, from one float copy.
+        self._measured = scorer if isinstance(scorer, CombinedScorer) else None
+        self._frame_length = frame_length(scorer.sample_rate, settings.frame_ms)
         self._settings = settings
         self._dc = DcRemover(settings.frame_ms)
         self._state = MachineState()
@@ -83,7 +86,11 @@ class Detector:
         """
         if self._batchable is None:
             return self.push(frame)
-        evidence = self._batchable.prepare(self._dc.remove(frame))
+        if self._measured is not None:
+            frame, level = self._dc.remove_measured(check_frame(frame, self._frame_length))
+            evidence = self._measured.prepare_measured(frame, level)
+        else:
+            evidence = self._batchable.prepare(self._dc.remove(frame))
         return None if evidence is None else self._step(evidence)
 
     def resume(self) -> tuple[VadEvent, ...]:

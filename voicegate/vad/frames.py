@@ -51,7 +51,11 @@ def level_dbfs(frame: Frame) -> float:
     if not len(frame):
         return SILENCE_DBFS
     wide = frame.astype(_FLOAT64)
-    power = float(np.dot(wide, wide)) / len(wide)  # np.dot: ~10x faster than np.mean here
+    return power_dbfs(float(np.dot(wide, wide)) / len(wide))  # np.dot: ~10x np.mean's speed
+
+
+def power_dbfs(power: float) -> float:
+    """A frame's mean power (of PCM16 samples) in dB as :func:`level_dbfs` reports it."""
     if power <= 0.0:
         return SILENCE_DBFS
     return max(SILENCE_DBFS, 10.0 * math.log10(power / _FULL_SCALE_POWER))
