@@ -174,6 +174,8 @@ class FakeTwilio:
         self._played = 0
         self._marks: deque[tuple[int, str]] = deque()
         self.sent = 0
+        #: The call ends with Twilio's stop message, never by the socket closing.
+        self.peer_close: str | None = None
 
     async def receive(self) -> str | None:
         """The next provider message; yields to the loop once per media frame, as a socket does."""
@@ -300,7 +302,8 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         def open(self, *args: Any, **kwargs: Any) -> Any:
             opened = media.open(*args, **kwargs)
             opened.inbound = stages.timed("media_inbound", opened.inbound)
-            opened.detect = stages.timed_steps("vad_detect", opened.detect)
+            opened.detect_now = stages.timed("vad_detect", opened.detect_now)
+            opened.detect_held = stages.timed_steps("vad_detect", opened.detect_held)
             return opened
 
         def __getattr__(self, name: str) -> Any:

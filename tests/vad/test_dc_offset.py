@@ -11,6 +11,7 @@ from voicegate.audio.resample import convert
 from voicegate.audio.wav import read_wav
 from voicegate.vad import VadSettings, detect_segments
 from voicegate.vad.dc import DcRemover
+from voicegate.vad.frames import level_dbfs
 
 FULL_SCALE = 32768.0
 LEAD_IN_MS = 500
@@ -27,6 +28,21 @@ def test_a_frame_without_offset_passes_unchanged() -> None:
     remover = DcRemover(20)
     frame = np.array([3, -3, 100, -100] * 40, dtype=np.int16)
     assert remover.remove(frame) is frame
+
+
+def test_the_measured_removal_gives_the_same_frames_and_levels_bit_for_bit() -> None:
+    # remove_measured (the detector's path) takes the mean and the power from one float copy;
+    # both must equal remove() and level_dbfs exactly, offsets shifted out or not.
+    rng = np.random.default_rng(7)
+    plain, measured = DcRemover(20), DcRemover(20)
+    for _ in range(3000):
+        offset = rng.choice([0, 0, 6, 40, 2500, -9000])
+        spread = rng.choice([0, 3, 60, 3000, 30000])
+        frame = np.clip(rng.normal(offset, spread, 160), -32768, 32767).astype(np.int16)
+        expected = plain.remove(frame)
+        got, level = measured.remove_measured(frame)
+        assert np.array_equal(got, expected)
+        assert level == level_dbfs(expected)
 
 
 def test_a_steady_offset_is_taken_out_and_full_scale_is_kept() -> None:

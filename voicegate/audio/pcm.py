@@ -6,6 +6,8 @@ bytes appear only at the edges, where a codec hands over a payload or takes one 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import numpy.typing as npt
 
@@ -17,14 +19,18 @@ Samples = npt.NDArray[np.int16]
 #: Bytes one PCM16 sample takes on a wire.
 PCM16_SAMPLE_BYTES = 2
 
+#: int16 as a dtype object: comparing with it skips a scalar-type conversion per call.
+_INT16 = np.dtype(np.int16)
+
 
 def require_samples(samples: npt.NDArray[np.generic], what: str = "samples") -> Samples:
     """Return ``samples`` typed as :data:`Samples`, or raise if it is not a 1-D int16 array."""
-    if samples.dtype != np.int16 or samples.ndim != 1:
+    if samples.dtype != _INT16 or samples.ndim != 1:
         raise AudioFormatError(
             f"{what}: expected a 1-D int16 array, got {samples.ndim}-D {samples.dtype}"
         )
-    return samples.astype(np.int16, copy=False)
+    # Native int16, checked above: the array itself (astype(copy=False) returned it too).
+    return cast(Samples, samples)
 
 
 def pcm16le_to_samples(data: bytes | bytearray | memoryview) -> Samples:

@@ -12,8 +12,9 @@ never transcode; this is the one place audio changes shape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from voicegate.audio.resample import StreamResampler, convert
 from voicegate.gateway.vad_batch import SileroBatcher
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 from voicegate.vad.detector import Detector, build_scorer
-from voicegate.vad.machine import SpeechStarted
+from voicegate.vad.machine import SpeechStarted, VadEvent
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_RATES
 from voicegate.vad.settings import ScorerKind, VadSettings
 from voicegate.vad.silero import SileroModel
@@ -43,15 +44,31 @@ class VoiceEvent:
     at_ms: MediaMs
 
 
+#: Each encoding's decoder, looked up once per call rather than matched per payload.
+_DECODERS: Mapping[AudioEncoding, Callable[[bytes], Samples]] = MappingProxyType(
+    {
+        AudioEncoding.PCMU: ulaw_bytes_to_samples,
+        AudioEncoding.PCMA: alaw_bytes_to_samples,
+        AudioEncoding.L16: pcm16le_to_samples,
+    }
+)
+
+
 def decode(payload: bytes, encoding: AudioEncoding) -> Samples:
     """Wire bytes to PCM16 samples."""
-    match encoding:
-        case AudioEncoding.PCMU:
-            return ulaw_bytes_to_samples(payload)
-        case AudioEncoding.PCMA:
-            return alaw_bytes_to_samples(payload)
-        case AudioEncoding.L16:
-            return pcm16le_to_samples(payload)
+    return _DECODERS[encoding](payload)
+
+
+def _voices(events: tuple[VadEvent, ...]) -> Sequence[VoiceEvent]:
+    """The detector's events as the session's voice events (no list for a quiet frame)."""
+    if not events:
+        return ()
+    return [
+        VoiceEvent(True, event.onset_ms)
+        if isinstance(event, SpeechStarted)
+        else VoiceEvent(False, event.end_ms)
+        for event in events
+    ]
 
 
 def encode(samples: Samples, encoding: AudioEncoding) -> bytes:
@@ -83,7 +100,13 @@ class CallMedia:
         self._batcher = batcher
         self._out = outbound_format
         self._rate = sample_rate
-        self._resampler = StreamResampler(inbound_format.sample_rate, sample_rate)
+        self._decode = _DECODERS[inbound_format.encoding]
+        # None at the provider's own rate (8 kHz telephony): no pass-through call per frame.
+        self._resampler = (
+            None
+            if inbound_format.sample_rate == sample_rate
+            else StreamResampler(inbound_format.sample_rate, sample_rate)
+        )
         self._framer = Reframer.for_rate(sample_rate, frame_ms)
         self._detector = Detector(build_scorer(sample_rate, vad, model=silero), vad)
 
@@ -94,26 +117,34 @@ class CallMedia:
 
     def inbound(self, payload: bytes) -> list[Samples]:
         """Whole session-rate frames made available by one wire payload."""
-        samples = decode(payload, self._in.encoding)
-        return self._framer.push(self._resampler.push(samples))
+        samples = self._decode(payload)
+        if self._resampler is not None:
+            samples = self._resampler.push(samples)
+        return self._framer.push(samples)
 
-    async def detect(self, frame: Samples) -> list[VoiceEvent]:
+    async def detect(self, frame: Samples) -> Sequence[VoiceEvent]:
         """Run the VAD on one frame; its Silero windows are scored in the worker's batch."""
+        voices = self.detect_now(frame)
+        return await self.detect_held() if voices is None else voices
+
+    def detect_now(self, frame: Samples) -> Sequence[VoiceEvent] | None:
+        """:meth:`detect` without an await, unless Silero windows wait (then None).
+
+        Most frames need no Silero window (the gate is closed, or the window is not full):
+        they take no coroutine. After None, :meth:`detect_held` scores and steps the frame.
+        """
         events = self._detector.prepare(frame)
-        if events is None:
-            waiting = self._detector.waiting
-            assert waiting is not None
-            if self._batcher is None:
-                waiting.score_queued()
-            else:
-                await self._batcher.score(waiting)
-            events = self._detector.resume()
-        return [
-            VoiceEvent(True, event.onset_ms)
-            if isinstance(event, SpeechStarted)
-            else VoiceEvent(False, event.end_ms)
-            for event in events
-        ]
+        return None if events is None else _voices(events)
+
+    async def detect_held(self) -> Sequence[VoiceEvent]:
+        """Score the windows :meth:`detect_now` left waiting (in the batch), step the frame."""
+        waiting = self._detector.waiting
+        assert waiting is not None
+        if self._batcher is None:
+            waiting.score_queued()
+        else:
+            await self._batcher.score(waiting)
+        return _voices(self._detector.resume())
 
     def outbound(self, chunks: Sequence[Samples], sample_rate: int) -> bytes:
         """One synthesised segment, converted to the provider's wire format."""

@@ -126,6 +126,16 @@ class Playout:
         """Nothing queued and nothing in flight at the provider."""
         return not self._queue and not self.ledger.in_flight
 
+    @property
+    def due(self) -> bool:
+        """Whether :meth:`release` or :meth:`due_marks` may have anything to do.
+
+        When not, both answer nothing, whatever ``now_ms``: the caller may skip them (most
+        inbound frames, bench/media_cost.py). The media time ``release`` records then is
+        taken up at its next call, since it only keeps the latest (``max``) of them.
+        """
+        return bool(self._estimated) or (bool(self._queue) and not self._paused)
+
     def enqueue(self, segment: QueuedSegment) -> None:
         """Queue a segment; stale epochs are dropped at once."""
         if segment.epoch == self._epoch and segment.payload:

@@ -28,6 +28,7 @@ no false start and no miss in every variant tried.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 from voicegate.vad.energy import NoiseFloor
@@ -61,8 +62,13 @@ class CombinedScorer:
         model: SileroModel | None = None,
     ) -> None:
         self._silero = SileroScorer(sample_rate, settings.frame_ms, model=model)
+        self._frame_length = frame_length(sample_rate, settings.frame_ms)
         self._gate: SpeechGate = gate or WebrtcScorer(
             sample_rate, settings.webrtc_aggressiveness, settings.frame_ms
+        )
+        # The frame is checked once, in prepare: the own webrtc gate need not check it again.
+        self._is_speech: Callable[[Frame], bool] = (
+            self._gate.decide if isinstance(self._gate, WebrtcScorer) else self._gate.is_speech
         )
         self._floor = NoiseFloor(frames_for(settings.noise_floor_window_ms, settings.frame_ms))
         self._rise_db = settings.energy_rise_db
@@ -101,9 +107,13 @@ class CombinedScorer:
 
     def prepare(self, frame: Frame) -> FrameEvidence | None:
         """The frame's evidence, or None while the Silero windows it finished wait to be scored."""
-        check_frame(frame, frame_length(self.sample_rate, self.frame_ms))
-        speechlike = self._gate.is_speech(frame)
-        rises = self._floor.rises(level_dbfs(frame), self._rise_db)
+        check_frame(frame, self._frame_length)
+        return self.prepare_measured(frame, level_dbfs(frame))
+
+    def prepare_measured(self, frame: Frame, level: float) -> FrameEvidence | None:
+        """:meth:`prepare` for a checked frame whose level (``level_dbfs``) is known."""
+        speechlike = self._is_speech(frame)
+        rises = self._floor.rises(level, self._rise_db)
         if not (speechlike or rises):
             self._hold(frame)
             return _CLOSED
@@ -126,7 +136,7 @@ class CombinedScorer:
         if not self._contiguous:
             self._silero.reset()
         for held in self._preroll:
-            self._silero.feed(held)
+            self._silero.feed_checked(held)
         self._preroll.clear()
         self._contiguous = True
-        return self._silero.feed(frame)
+        return self._silero.feed_checked(frame)

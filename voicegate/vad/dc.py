@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from voicegate.vad.frames import Frame
+from voicegate.vad.frames import Frame, level_dbfs, power_dbfs
 
 #: How quickly the estimate follows a change of offset.
 TIME_CONSTANT_MS = 500
@@ -33,6 +33,8 @@ TIME_CONSTANT_MS = 500
 MIN_OFFSET_LSB = 8
 
 _INT16_MIN, _INT16_MAX = -32768, 32767
+_INT64 = np.dtype(np.int64)  # an object: no scalar-type conversion per frame
+_FLOAT64 = np.dtype(np.float64)
 
 
 class DcRemover:
@@ -42,11 +44,34 @@ class DcRemover:
         self._weight = min(1.0, frame_ms / time_constant_ms)
         self._offset = 0.0
         self._frames = 0
+        self._ones = np.ones(0)  # for the mean as a dot product (remove_measured)
 
     def remove(self, frame: Frame) -> Frame:
         """The frame less the stream's offset (the frame itself when that rounds to 0)."""
         # An int64 sum: a third of np.mean's cost, and this runs on every frame of every call.
-        mean = int(np.add.reduce(frame, dtype=np.int64)) / len(frame) if len(frame) else 0.0
+        mean = int(np.add.reduce(frame, dtype=_INT64)) / len(frame) if len(frame) else 0.0
+        return self._subtract(frame, mean)
+
+    def remove_measured(self, frame: Frame) -> tuple[Frame, float]:
+        """:meth:`remove`, and the level (``level_dbfs``) of the frame it returns.
+
+        One float64 copy gives both the sum and the power (two dot products): ~1 µs less per
+        frame than a sum and a separate level. Both are exact, every partial sum being a
+        whole number far below 2**53, so the mean and the level are the ones
+        :meth:`remove` and ``level_dbfs`` compute, bit for bit (tests/vad/test_dc_offset.py).
+        """
+        count = len(frame)
+        if not count:
+            return self._subtract(frame, 0.0), level_dbfs(frame)
+        if len(self._ones) != count:
+            self._ones = np.ones(count)
+        wide = frame.astype(_FLOAT64)
+        out = self._subtract(frame, float(np.dot(wide, self._ones)) / count)
+        if out is not frame:  # shifted: the level of what the scorers get
+            return out, level_dbfs(out)
+        return frame, power_dbfs(float(np.dot(wide, wide)) / count)
+
+    def _subtract(self, frame: Frame, mean: float) -> Frame:
         # The plain mean of the frames so far until there are a time constant's worth, then
         # the exponential average: one noisy first frame does not set the estimate.
         self._frames += 1

@@ -8,9 +8,9 @@ from voicegate.errors import ConfigError
 from voicegate.types import MediaMs
 from voicegate.vad.combined import CombinedScorer
 from voicegate.vad.dc import DcRemover
-from voicegate.vad.frames import Frame, frame_length, iter_frames
+from voicegate.vad.frames import Frame, check_frame, frame_length, iter_frames
 from voicegate.vad.machine import MachineState, Phase, SpeechEnded, VadEvent, finish, step
-from voicegate.vad.scoring import FrameEvidence, FrameScorer, classify
+from voicegate.vad.scoring import FrameEvidence, FrameScorer, Verdict, classify
 from voicegate.vad.settings import ScorerKind, VadSettings, check_sample_rate
 from voicegate.vad.silero import SileroModel, SileroScorer
 from voicegate.vad.silero_batch import BatchableScorer
@@ -50,6 +50,9 @@ class Detector:
         self._batchable: BatchableScorer | None = (
             scorer if isinstance(scorer, SileroScorer | CombinedScorer) else None
         )
+        # The combined scorer's level comes with the DC removal, from one float copy.
+        self._measured = scorer if isinstance(scorer, CombinedScorer) else None
+        self._frame_length = frame_length(scorer.sample_rate, settings.frame_ms)
         self._settings = settings
         self._dc = DcRemover(settings.frame_ms)
         self._state = MachineState()
@@ -83,7 +86,11 @@ class Detector:
         """
         if self._batchable is None:
             return self.push(frame)
-        evidence = self._batchable.prepare(self._dc.remove(frame))
+        if self._measured is not None:
+            frame, level = self._dc.remove_measured(check_frame(frame, self._frame_length))
+            evidence = self._measured.prepare_measured(frame, level)
+        else:
+            evidence = self._batchable.prepare(self._dc.remove(frame))
         return None if evidence is None else self._step(evidence)
 
     def resume(self) -> tuple[VadEvent, ...]:
@@ -92,11 +99,13 @@ class Detector:
         return self._step(self._batchable.scored())
 
     def _step(self, evidence: FrameEvidence) -> tuple[VadEvent, ...]:
-        verdict = classify(
-            evidence, self._settings.speech_threshold, self._settings.maybe_threshold
-        )
-        self._state, events = step(self._state, verdict, self._media_ms, self._settings)
-        self._media_ms += self._settings.frame_ms
+        settings = self._settings
+        verdict = classify(evidence, settings.speech_threshold, settings.maybe_threshold)
+        start = self._media_ms
+        self._media_ms = start + settings.frame_ms
+        if verdict is Verdict.SILENCE and self._state.phase is Phase.QUIET:
+            return ()  # most frames of a call: the table's (quiet, silence) row stays put
+        self._state, events = step(self._state, verdict, start, settings)
         return events
 
     def finish(self) -> tuple[VadEvent, ...]:

@@ -234,7 +234,10 @@ class SileroScorer:
 
     def feed(self, frame: Frame) -> bool:
         """Buffer the next frame; True when it finished windows that now wait in :attr:`queued`."""
-        samples = check_frame(frame, self._frame_length)
+        return self.feed_checked(check_frame(frame, self._frame_length))
+
+    def feed_checked(self, samples: Frame) -> bool:
+        """:meth:`feed` for a frame the caller already checked (one check per frame)."""
         size, start = len(self._filling), 0
         while start < len(samples):
             taken = min(len(samples) - start, size - self._filled)

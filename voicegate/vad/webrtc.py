@@ -9,12 +9,16 @@ barge-in default only uses it as a gate in front of Silero.
 
 from __future__ import annotations
 
+import sys
+
 import webrtcvad
 
 from voicegate.errors import ConfigError
 from voicegate.vad.frames import Frame, check_frame, frame_length
 from voicegate.vad.scoring import FrameEvidence
 from voicegate.vad.settings import FRAME_MS_CHOICES, check_sample_rate
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 class WebrtcScorer:
@@ -43,10 +47,13 @@ class WebrtcScorer:
 
     def is_speech(self, frame: Frame) -> bool:
         """webrtcvad's decision for the next frame."""
-        checked = check_frame(frame, self._frame_length)
-        return bool(
-            self._vad.is_speech(checked.astype("<i2", copy=False).tobytes(), self._sample_rate)
-        )
+        return self.decide(check_frame(frame, self._frame_length))
+
+    def decide(self, frame: Frame) -> bool:
+        """:meth:`is_speech` for a frame the caller already checked (one check per frame)."""
+        # webrtcvad reads little-endian PCM16: the frame's own bytes on a little-endian host.
+        data = frame.tobytes() if _LITTLE_ENDIAN else frame.astype("<i2").tobytes()
+        return bool(self._vad.is_speech(data, self._sample_rate))
 
     def probability(self, frame: Frame) -> float:
         """The decision as a probability: 1.0 for speech, 0.0 otherwise."""

@@ -54,12 +54,15 @@ class InboundAudio:
         for frame in self._media.inbound(payload):
             self._clock.now_ms += self._frame_ms
             self._stt.push(frame, self._clock.now_ms)
-            voices = await self._media.detect(frame)
+            voices = self._media.detect_now(frame)
+            if voices is None:  # Silero windows to score, in the worker's batch
+                voices = await self._media.detect_held()
             for voice in self._tracker.push(frame, self._clock.now_ms, voices):
                 await self._on_voice(voice)
             if bargein.needs_tick(self._reactions.state):
                 await self._reactions.apply(bargein.Tick(self._clock.now_ms))
-            await self._playback.release()
+            if self._playback.due:  # most frames: no bot audio due, no await
+                await self._playback.release()
 
     async def _on_voice(self, voice: VoiceLike) -> None:
         if voice.started:

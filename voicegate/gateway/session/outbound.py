@@ -102,6 +102,11 @@ class Playback:
         """Whether everything sent has been played (or flushed) and nothing waits."""
         return self._playout.idle
 
+    @property
+    def due(self) -> bool:
+        """Whether :meth:`release` may have anything to send or report now (else skip it)."""
+        return self._playout.due or self._sender.unpublished
+
     def enqueue(self, segment: QueuedSegment) -> None:
         """Queue one synthesised segment behind the others."""
         self._playout.enqueue(segment)
