@@ -40,12 +40,9 @@ from voicegate.audio.resample import resample_all
 from voicegate.audio.wav import read_wav
 from voicegate.speech.embedded.espeak_lib import espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
-from voicegate.speech.embedded.whisper_model import (
-    DEFAULT_WINDOW_S,
-    WhisperOptions,
-    WhisperRecognizer,
-)
+from voicegate.speech.embedded.whisper_model import WhisperOptions, WhisperRecognizer
 from voicegate.speech.embedded.whisper_stt import StreamOptions, WhisperSpeechToText
+from voicegate.speech.embedded.whisper_window import DEFAULT_WINDOW_S
 
 ROOT = Path(__file__).resolve().parent.parent
 HUMAN = ROOT / "fixtures" / "audio" / "human"

@@ -57,11 +57,11 @@ from voicegate.speech.embedded.espeak_lib import Voice, espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import (
     BUNDLED_MODEL,
-    DEFAULT_WINDOW_S,
     WhisperOptions,
     WhisperRecognizer,
 )
 from voicegate.speech.embedded.whisper_stt import StreamOptions, WhisperSpeechToText
+from voicegate.speech.embedded.whisper_window import DEFAULT_WINDOW_S
 from voicegate.speech.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from voicegate.speech.ports import SpeechToText, TextToSpeech
 from voicegate.speech.remote.deepgram_stt import DeepgramOptions, DeepgramSpeechToText

@@ -21,6 +21,7 @@ import yaml
 from yaml.nodes import MappingNode
 
 from voicegate.config.settings import Settings
+from voicegate.engine.yamlfile import FastSafeLoader
 from voicegate.errors import ConfigError
 
 #: Where ``voicegate serve`` looks when no ``--config`` is given.
@@ -56,12 +57,9 @@ def settings_from_data(data: object, source: str = "<settings>") -> Settings:
     return _Reader(source).dataclass(Settings, data, "")
 
 
-# libyaml's parser when PyYAML has it, as engine/yamlfile.py: config/voicegate.yml parses in
-# ~10 ms instead of ~60, at the start of every command. The constructors are Python's either way.
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_SafeLoader):  # type: ignore[valid-type, misc]
+# On libyaml's parser, as projects are: config/voicegate.yml parses in ~10 ms instead of ~60,
+# at the start of every command.
+class _StrictLoader(FastSafeLoader):  # type: ignore[valid-type, misc]
     """A SafeLoader that refuses a key given twice in one mapping (YAML 1.2 §3.2.1.1)."""
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -42,6 +42,11 @@ from voicegate.gateway.options import (
     VonageOptions,
     telnyx_format,
 )
+from voicegate.speech.embedded.whisper_window import (
+    DEFAULT_WINDOW_S,
+    FULL_WINDOW_S,
+    MIN_TRAILING_S,
+)
 from voicegate.turns.settings import TurnSettings
 from voicegate.vad.settings import SUPPORTED_RATES as VAD_SAMPLE_RATES
 from voicegate.vad.settings import VadSettings
@@ -503,12 +508,13 @@ class SpeechSettings:
     interim_ms: int | None = None
     #: Embedded Whisper: the encoder window (s) for utterances that fit it with 3 s to spare
     #: (speech/embedded/whisper_window.py); 30 (Whisper's own window) turns that off.
-    whisper_window_s: float = 10.0
+    whisper_window_s: float = DEFAULT_WINDOW_S
 
     def __post_init__(self) -> None:
-        if not 3.0 < self.whisper_window_s <= 30.0:
+        if not MIN_TRAILING_S < self.whisper_window_s <= FULL_WINDOW_S:
             raise ConfigError(
-                f"whisper_window_s must be more than 3 and at most 30, got {self.whisper_window_s}"
+                f"whisper_window_s must be more than {MIN_TRAILING_S:g} and at most "
+                f"{FULL_WINDOW_S}, got {self.whisper_window_s}"
             )
 
 

@@ -78,10 +78,10 @@ class LineList(list[Any]):
 
 # libyaml's C parser when PyYAML was built with it (several times faster on a large project);
 # the constructors and resolvers below are the Python ones either way.
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _LineLoader(_SafeLoader):  # type: ignore[valid-type, misc]
+class _LineLoader(FastSafeLoader):  # type: ignore[valid-type, misc]
     """SafeLoader whose mappings are :class:`LineDict` and sequences :class:`LineList`."""
 
 

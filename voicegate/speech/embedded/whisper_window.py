@@ -29,6 +29,10 @@ _RATE = 16000
 _FRAMES_PER_S = 100
 #: Silence the window must hold after the speech, so the decoder sees the audio end.
 MIN_TRAILING_S = 3.0
+#: Whisper's own encoder window (s), which faster-whisper pads every input to.
+FULL_WINDOW_S = 30
+#: The encoder window of short utterances (bench/speech.py ``stt.window``).
+DEFAULT_WINDOW_S = 10.0
 #: Token budget of a short decode: generous for speech (~4 tokens a second with
 #: punctuation), so only a looping decoder reaches it.
 _TOKENS_PER_S = 10
