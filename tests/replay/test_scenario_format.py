@@ -86,7 +86,7 @@ def test_a_cue_can_play_one_channel_of_a_call_recording(tmp_path: Path) -> None:
         (HEAD + CUE + "expect: {heard: {t1: {txt: x}}}\n", "unknown key(s) txt"),
         (HEAD + CUE + "hang_up: {quiet_ms: -1}\n", "quiet_ms must be a non-negative"),
         (HEAD + CUE + "    channel: centre\n", "channel 'centre' is not a channel"),
-        (HEAD + CUE + "    channel: [1]\n", "channel give mix, left, right"),
+        (HEAD + CUE + "    channel: [1]\n", "channel must be mix, left, right or a channel"),
         ("provider: [\n", "invalid YAML"),
     ],
 )

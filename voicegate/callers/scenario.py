@@ -169,9 +169,9 @@ def _cue(fields: Fields, folder: Path) -> ScenarioCue:
 def _channel(fields: Fields) -> int | None:
     """A cue's ``channel:``, written as ``--channel`` is: mix, left, right or 1, 2, ...."""
     value = fields.raw("channel", "mix")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise fields.error("channel", "must be mix, left, right or a channel number")
     try:
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError("give mix, left, right or 1, 2, ...")
         return parse_channel(str(value))
     except ValueError as error:
         raise fields.error("channel", str(error)) from None
