@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.audio.stereo_kit import tone, write_channels
 from tests.replay.replay_kit import AUDIO, WIRE
 from voicegate.audio.g711 import (
     alaw_bytes_to_samples,
     samples_to_alaw_bytes,
     samples_to_ulaw_bytes,
+    ulaw_bytes_to_samples,
 )
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
@@ -52,7 +54,24 @@ def test_a_stereo_wav_is_mixed_to_mono_with_a_note_saying_so(tmp_path: Path) -> 
     assert (recording.samples == 2000).all()
     assert len(recording.notes) == 1
     assert "2 channels, averaged to mono" in recording.notes[0]
+    assert "--channel N (1 to 2)" in recording.notes[0]
     assert load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav").notes == ()
+
+
+def test_the_callers_channel_of_a_dual_channel_recording_replays_alone(tmp_path: Path) -> None:
+    caller = read_wav(AUDIO / "synth" / "festival" / "yes_8k.wav").samples
+    write_channels(tmp_path / "call.wav", 8000, tone(len(caller), 8000), caller)
+    recording = load_recording(tmp_path / "call.wav", channel=2)
+    assert np.array_equal(recording.samples, caller)
+    assert recording.notes == ()  # nothing was mixed
+    with pytest.raises(AudioFormatError, match="no channel 3 in a file of 2 channel"):
+        load_recording(tmp_path / "call.wav", channel=3)
+
+
+def test_only_a_wav_file_has_channels_to_choose_from(tmp_path: Path) -> None:
+    (tmp_path / "call.ulaw").write_bytes(bytes(800))
+    with pytest.raises(AudioFormatError, match="only a WAV file has channels to choose from"):
+        load_recording(tmp_path / "call.ulaw", channel=1)
 
 
 def test_raw_ulaw_is_8khz() -> None:
@@ -106,10 +125,28 @@ def test_twilio_timestamps_place_the_audio_and_other_tracks_are_left_out(tmp_pat
     assert (recording.samples[480:] > 4000).all()
 
 
-def media_message(at_ms: int, chunk: int, payload: bytes) -> str:
+def test_a_both_tracks_recording_gives_the_caller_only_its_inbound_track(tmp_path: Path) -> None:
+    # <Start><Stream track="both_tracks"> forks the caller ("inbound") and what the call
+    # played to them ("outbound") into one stream, each track with its own chunk counter
+    # (shared/spec/providers.md, Twilio `start.tracks` and `media.track`).
+    caller = [np.full(160, level, dtype=np.int16) for level in (1000, 2000, 3000)]
+    agent = [np.full(160, -9000, dtype=np.int16)] * 3
+    start = {"callSid": "CA7", "tracks": ["inbound", "outbound"]}
+    lines = [json.dumps({"event": "start", "start": start})]
+    for i, (heard, played) in enumerate(zip(caller, agent, strict=True)):
+        lines.append(media_message(20 * i, i + 1, samples_to_ulaw_bytes(played), "outbound"))
+        lines.append(media_message(20 * i, i + 1, samples_to_ulaw_bytes(heard)))
+    path = tmp_path / "both.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    samples = load_recording(path).samples
+    expected = ulaw_bytes_to_samples(samples_to_ulaw_bytes(np.concatenate(caller)))
+    assert np.array_equal(samples, expected)
+
+
+def media_message(at_ms: int, chunk: int, payload: bytes, track: str = "inbound") -> str:
     """A Twilio media message with its chunk number."""
     body = {
-        "track": "inbound",
+        "track": track,
         "chunk": str(chunk),
         "timestamp": str(at_ms),
         "payload": base64.b64encode(payload).decode(),

@@ -13,8 +13,10 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from tests.audio.stereo_kit import tone, write_channels
 from tests.replay.replay_kit import (
     AUDIO,
     CALLS,
@@ -25,6 +27,8 @@ from tests.replay.replay_kit import (
     read_call_wav,
     read_jsonl,
 )
+from voicegate.audio.g711 import ulaw_decode, ulaw_encode
+from voicegate.audio.wav import read_wav
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.scenario import load_scenario
 from voicegate.cli import wiring
@@ -115,6 +119,27 @@ def test_a_twilio_jsonl_recording_replays_as_the_recorded_call(tmp_path: Path) -
     recorded = load_recording(WIRE / "twilio" / "festival_balance_8k.ulaw").samples
     # The caller channel starts with exactly the recorded payloads (μ-law round trip is exact).
     assert (wav.caller[: len(recorded)] == recorded).all()
+
+
+def test_one_channel_of_a_dual_channel_recording_is_the_caller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    speech = read_wav(AUDIO / "synth" / "festival" / "balance_8k.wav").samples
+    source = tmp_path / "dual.wav"  # the caller on the left, an agent's loud tone on the right
+    write_channels(source, 8000, speech, tone(len(speech), 8000, level=20000))
+    out = tmp_path / "out"
+    # Hang up once the recording has been sent: the answer is not what this test is about.
+    until = ["--max-ms", str(len(speech) // 8 + 100)]
+    assert replay(str(source), "--channel", "1", "--out", str(out), *FAST, *until) == 0
+    # The caller sent exactly the left channel (μ-law coded on the way), none of the tone.
+    sent = read_call_wav(out / "call.wav").caller[: len(speech)]
+    assert np.array_equal(sent, ulaw_decode(ulaw_encode(speech)))
+    assert "averaged to mono" not in capsys.readouterr().out
+    assert replay(str(source), "--channel", "3", "--out", str(out)) == 1
+    assert "dual.wav: no channel 3 in a file of 2 channel(s)" in capsys.readouterr().err
+    scenario = str(CALLS / "bargein_while_speaking.yml")
+    assert replay(scenario, "--channel", "2") == 1
+    assert "cues name their own channel (channel:); drop --channel" in capsys.readouterr().err
 
 
 def test_the_browser_dialect_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

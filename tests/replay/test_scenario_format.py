@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from tests.audio.stereo_kit import tone, write_channels
 from tests.replay.replay_kit import CALLS
+from voicegate.audio.wav import read_wav
 from voicegate.callers.expect import unmet
 from voicegate.callers.scenario import load_scenario, scenario_paths
 from voicegate.errors import ConfigError
@@ -57,6 +60,18 @@ def test_the_caller_script_is_at_the_asked_rate() -> None:
     assert script.cues[1].transcript == "please try again"
 
 
+def test_a_cue_can_play_one_channel_of_a_call_recording(tmp_path: Path) -> None:
+    caller = read_wav(CALLS.parent / "audio" / "synth" / "festival" / "yes_8k.wav").samples
+    write_channels(tmp_path / "call.wav", 8000, tone(len(caller), 8000), caller)
+    cue = "caller:\n  - {audio: call.wav, at_ms: 0, transcript: 'yes', channel: CHANNEL}\n"
+    for channel, expected in (("right", caller), ("mix", None)):
+        scenario = load_scenario(write(tmp_path, HEAD + cue.replace("CHANNEL", channel)))
+        samples = scenario.caller_script(8000).cues[0].samples
+        if expected is None:  # the average: half the tone, half the word
+            expected = read_wav(tmp_path / "call.wav").samples
+        assert np.array_equal(samples, expected)
+
+
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
@@ -70,6 +85,8 @@ def test_the_caller_script_is_at_the_asked_rate() -> None:
         (HEAD + CUE + "expect: {turns: many}\n", "expect.turns must be a non-negative"),
         (HEAD + CUE + "expect: {heard: {t1: {txt: x}}}\n", "unknown key(s) txt"),
         (HEAD + CUE + "hang_up: {quiet_ms: -1}\n", "quiet_ms must be a non-negative"),
+        (HEAD + CUE + "    channel: centre\n", "channel 'centre' is not a channel"),
+        (HEAD + CUE + "    channel: [1]\n", "channel must be mix, left, right or a channel"),
         ("provider: [\n", "invalid YAML"),
     ],
 )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.audio.stereo_kit import tone, write_channels
 from tests.speech.speech_kit import HUMAN
 from tests.speech.wordscore import normalise
 from voicegate.audio.wav import read_wav, write_wav
@@ -45,6 +46,20 @@ def test_transcribe_reads_an_odd_rate_and_refuses_a_missing_file(
     assert capsys.readouterr().out.strip()
     assert main(["transcribe", str(tmp_path / "missing.wav")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_transcribe_hears_only_the_chosen_channel_of_a_call_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = read_wav(HUMAN / "pocketsphinx" / "goforward_16k.wav").samples
+    call = tmp_path / "call.wav"
+    write_channels(call, 16000, words, tone(len(words), 16000, hz=1000, level=20000))
+    assert main(["transcribe", str(call), "--channel", "1"]) == 0
+    assert normalise(capsys.readouterr().out) == ["go", "forward", "ten", "meters"]
+    assert main(["transcribe", str(call), "--channel", "right", "--telephone"]) == 0
+    assert "forward" not in normalise(capsys.readouterr().out)
+    assert main(["transcribe", str(call), "--channel", "3"]) == 1
+    assert "no channel 3 in a file of 2 channel(s)" in capsys.readouterr().err
 
 
 def test_say_refuses_an_unknown_voice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.audio.stereo_kit import write_channels
 from tests.vad.vad_kit import FIXTURES, HUMAN
 from voicegate.audio.resample import StreamResampler
 from voicegate.audio.wav import read_wav, write_wav
@@ -98,7 +99,26 @@ def test_a_stereo_file_is_analysed_as_its_mix(
     assert "0 speech segment(s)" in out
 
 
-@pytest.mark.parametrize("bad", [["--aggressiveness", "4"], ["--scorer", "energy"]])
+def test_channel_picks_the_voice_of_a_dual_channel_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    digit = read_wav(DIGIT).samples
+    write_channels(tmp_path / "call.wav", 8000, np.zeros(len(digit), dtype=np.int16), digit)
+    _, alone, _ = run([str(DIGIT), "--json"], capsys)
+    code, right, _ = run([str(tmp_path / "call.wav"), "--json", "--channel", "2"], capsys)
+    assert code == 0
+    assert json.loads(right) == json.loads(alone)
+    assert len(json.loads(alone)["segments"]) == 1
+    _, left, _ = run([str(tmp_path / "call.wav"), "--json", "--channel", "left"], capsys)
+    assert json.loads(left)["segments"] == []
+    code, out, err = run([str(tmp_path / "call.wav"), "--channel", "3"], capsys)
+    assert (code, out) == (1, "")
+    assert "call.wav: no channel 3 in a file of 2 channel(s): choose 1 to 2, or mix" in err
+
+
+@pytest.mark.parametrize(
+    "bad", [["--aggressiveness", "4"], ["--scorer", "energy"], ["--channel", "0"]]
+)
 def test_bad_options_are_usage_errors(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["vad", str(DIGIT), *bad])

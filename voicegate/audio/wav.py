@@ -3,7 +3,9 @@
 :func:`read_wav` takes integer PCM of 8, 16, 24 or 32 bits, IEEE float of 32 or 64 bits and
 G.711 A-law or μ-law (telephony recorders store calls so), plain or WAVE_FORMAT_EXTENSIBLE,
 with any number of channels, and returns mono PCM16 at the file's own rate: the shape every
-stage of voicegate takes. Channels are averaged, as ``sox -c 1`` and ``ffmpeg -ac 1`` do.
+stage of voicegate takes. The channels are averaged, as ``sox -c 1`` and ``ffmpeg -ac 1`` do,
+unless one is chosen (``channel=2``, ``sox remix 2``): a dual-channel call recording holds the
+caller on one channel and the agent on the other, and only one of them is the caller's voice.
 How the chunks are found (extra chunks, streaming sizes, a file cut short) is in
 :mod:`voicegate.audio.riff`.
 """
@@ -30,6 +32,9 @@ _TAG_NAMES = {_PCM: "integer PCM", _FLOAT: "IEEE float", _ALAW: "A-law", _ULAW: 
 
 _INT16_MAX, _INT16_MIN = 32767, -32768
 
+#: The names users give channels besides their 1-based numbers (``None``: the average of all).
+_CHANNEL_NAMES: dict[str, int | None] = {"mix": None, "left": 1, "right": 2}
+
 
 @dataclass(frozen=True, slots=True)
 class WavAudio:
@@ -37,7 +42,7 @@ class WavAudio:
 
     samples: Samples
     sample_rate: int
-    channels: int = 1  # averaged into ``samples`` when more than one
+    channels: int = 1  # the file's; ``samples`` is one of them or their average
 
     @property
     def duration_ms(self) -> int:
@@ -45,8 +50,21 @@ class WavAudio:
         return len(self.samples) * 1000 // self.sample_rate
 
 
-def read_wav(path: str | Path) -> WavAudio:
-    """Read a WAV file as mono PCM16; a format it cannot decode is an ``AudioFormatError``."""
+def parse_channel(text: str) -> int | None:
+    """A channel as users write it: ``mix`` (None), ``left``, ``right`` or 1, 2, ...."""
+    name = text.strip().lower()
+    if name in _CHANNEL_NAMES:
+        return _CHANNEL_NAMES[name]
+    if not name.isdecimal() or int(name) < 1:
+        raise ValueError(f"{text!r} is not a channel: give mix, left, right or 1, 2, ...")
+    return int(name)
+
+
+def read_wav(path: str | Path, channel: int | None = None) -> WavAudio:
+    """Read a WAV file as mono PCM16: one ``channel`` (1-based) or, when None, their average.
+
+    A format it cannot decode, or a channel the file does not have, is an ``AudioFormatError``.
+    """
     try:
         content = Path(path).read_bytes()
     except OSError as error:
@@ -57,10 +75,22 @@ def read_wav(path: str | Path) -> WavAudio:
     except AudioFormatError as error:
         raise AudioFormatError(f"{path}: not a readable WAV file ({error})") from error
     fmt = chunks.format
+    _check_channel(path, channel, fmt.channels)
     # A file cut mid-frame (a recorder killed while writing) keeps its whole frames.
     whole = len(chunks.data) - len(chunks.data) % fmt.block_align
     columns = _decode(fmt.tag, width, chunks.data[:whole]).reshape(-1, fmt.channels)
+    if channel is not None:
+        columns = columns[:, channel - 1 : channel]
     return WavAudio(_to_mono(columns), fmt.sample_rate, fmt.channels)
+
+
+def _check_channel(path: str | Path, channel: int | None, channels: int) -> None:
+    if channel is not None and not 1 <= channel <= channels:
+        numbers = "1" if channels == 1 else f"1 to {channels}"
+        raise AudioFormatError(
+            f"{path}: no channel {channel} in a file of {channels} channel(s): "
+            f"choose {numbers}, or mix"
+        )
 
 
 def _sample_width(fmt: WaveFormat) -> int:
@@ -102,7 +132,7 @@ def _decode(tag: int, width: int, data: bytes) -> npt.NDArray[np.int16 | np.floa
 
 
 def _to_mono(columns: npt.NDArray[np.int16 | np.float64]) -> Samples:
-    """Average the channels and round to int16, clipping what lies beyond full scale."""
+    """Average the channels (or take the one) and round to int16, clipping beyond full scale."""
     if columns.dtype == np.int16 and columns.shape[1] == 1:
         return columns.reshape(-1).astype(np.int16)
     mixed: npt.NDArray[np.float64] = np.rint(columns.astype(np.float64).mean(axis=1))

@@ -2,7 +2,8 @@
 
 ``voicegate replay`` streams one of these as the caller's side of a call:
 
-- ``*.wav``: any WAV :func:`voicegate.audio.wav.read_wav` reads, at any rate;
+- ``*.wav``: any WAV :func:`voicegate.audio.wav.read_wav` reads, at any rate: its channels
+  averaged, or the one channel chosen (the caller's side of a dual-channel call recording);
 - ``*.ulaw`` (or ``*.mulaw``, ``*.ul``): headerless G.711 μ-law at 8 kHz, as telephony
   captures are; ``*.alaw`` (``*.al``) the same in A-law; ``*.sln`` (``*.sln16``, ...)
   Asterisk's headerless 16-bit linear PCM at 8 kHz (16, ...);
@@ -73,9 +74,10 @@ class Recording:
         return np.asarray(converted, dtype=np.int16)
 
 
-def load_recording(path: Path) -> Recording:
-    """Read a recorded caller, choosing the format by the file's suffix."""
-    recording = _load(path)
+def load_recording(path: Path, channel: int | None = None) -> Recording:
+    """Read a recorded caller, choosing the format by the file's suffix; ``channel`` picks
+    one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does."""
+    recording = _load(path, channel)
     # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
     # and reports only "turns: 0": say instead that there is nothing to replay.
     if recording.duration_ms < MIN_RECORDING_MS:
@@ -87,11 +89,16 @@ def load_recording(path: Path) -> Recording:
     return recording
 
 
-def _load(path: Path) -> Recording:
+def _load(path: Path, channel: int | None) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
-        wav = read_wav(path)
-        return Recording(wav.samples, wav.sample_rate, notes=_channel_notes(wav.channels))
+        wav = read_wav(path, channel)
+        notes = _channel_notes(wav.channels) if channel is None else ()
+        return Recording(wav.samples, wav.sample_rate, notes=notes)
+    if channel is not None:
+        # The other inputs hold one voice: raw captures are mono, and a Twilio recording's
+        # caller is its inbound track whatever else it carries.
+        raise AudioFormatError(f"{path}: only a WAV file has channels to choose from")
     if suffix in ULAW_SUFFIXES:
         return Recording(ulaw_bytes_to_samples(_read_bytes(path)), ULAW_RATE)
     if suffix in ALAW_SUFFIXES:
@@ -116,7 +123,8 @@ def _channel_notes(channels: int) -> tuple[str, ...]:
     # the agent a second caller: say so rather than replay it silently.
     return (
         f"the recording has {channels} channels, averaged to mono: if they hold different "
-        "speakers, replay one (e.g. `sox IN.wav OUT.wav remix 1`)",
+        f"speakers (a dual-channel call recording), replay only the caller's with --channel N "
+        f"(1 to {channels})",
     )
 
 
@@ -182,6 +190,8 @@ def _start_fields(message: dict[str, Any], where: str) -> tuple[str, dict[str, s
 
 
 def _inbound(message: dict[str, Any]) -> bool:
+    # A `both_tracks` fork also carries what the call played to the caller, as `track:
+    # outbound` (providers.md, Twilio `media`): that is never the caller's voice.
     media = message.get("media")
     return not isinstance(media, dict) or media.get("track", "inbound") == "inbound"
 

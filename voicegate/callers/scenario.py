@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from voicegate.audio.wav import parse_channel
 from voicegate.callers.expect import Expectations, parse_expectations
 from voicegate.callers.fields import Fields
 from voicegate.callers.inputs import load_recording
@@ -49,10 +50,11 @@ class ScenarioCue:
     at_ms: int | None = None
     after_bot_speech: int | None = None
     delay_ms: int = 0
+    channel: int | None = None  # of a WAV recording (1-based); None: its channels averaged
 
     def cue(self, sample_rate: int) -> Cue:
         """The caller-script cue, its recording converted to ``sample_rate``."""
-        samples = load_recording(self.audio).at_rate(sample_rate)
+        samples = load_recording(self.audio, self.channel).at_rate(sample_rate)
         return Cue(
             samples,
             at_ms=self.at_ms,
@@ -156,11 +158,23 @@ def _cue(fields: Fields, folder: Path) -> ScenarioCue:
         at_ms=fields.optional_integer("at_ms"),
         after_bot_speech=fields.optional_integer("after_bot_speech"),
         delay_ms=fields.integer("delay_ms", 0),
+        channel=_channel(fields),
     )
     if (cue.at_ms is None) == (cue.after_bot_speech is None) or cue.after_bot_speech == 0:
         raise ConfigError(f"{fields.where}: give either at_ms or after_bot_speech (1 or more)")
     fields.done()
     return cue
+
+
+def _channel(fields: Fields) -> int | None:
+    """A cue's ``channel:``, written as ``--channel`` is: mix, left, right or 1, 2, ...."""
+    value = fields.raw("channel", "mix")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise fields.error("channel", "must be mix, left, right or a channel number")
+    try:
+        return parse_channel(str(value))
+    except ValueError as error:
+        raise fields.error("channel", str(error)) from None
 
 
 def _quiet_ms(fields: Fields | None) -> int:

@@ -1,13 +1,14 @@
 """``voicegate replay INPUT``: stream a recorded or staged caller to a gateway, as a provider would.
 
-INPUT is a WAV file (any rate), raw G.711 (``.ulaw``, ``.alaw``, 8 kHz) or Asterisk signed
-linear (``.sln``, ``.sln16``, ...), a Twilio message recording
-(``.jsonl``) or a scenario (``fixtures/calls/*.yml``). The emulated provider keeps its own
-media clock, echoes marks when the audio before them has played, and honours ``clear``
-(callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs in process, built
-exactly like ``voicegate serve`` from ``--config``, ``--project`` and ``--llm``, with memory in
-a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to ``--out``, prints a summary,
-and with ``--report`` draws the call as HTML or PNG (docs/replay.md, docs/timeline.md).
+INPUT is a WAV file (any rate; ``--channel`` picks one of its channels), raw G.711
+(``.ulaw``, ``.alaw``, 8 kHz) or Asterisk signed linear (``.sln``, ``.sln16``, ...), a Twilio
+message recording (``.jsonl``) or a scenario (``fixtures/calls/*.yml``). The emulated
+provider keeps its own media clock, echoes marks when the audio before them has played, and
+honours ``clear`` (callers/twilio.py, callers/browser.py). Without ``--url`` the gateway runs
+in process, built exactly like ``voicegate serve`` from ``--config``, ``--project`` and
+``--llm``, with memory in a temporary store. Writes ``call.wav`` and ``timeline.jsonl`` to
+``--out``, prints a summary, and with ``--report`` draws the call as HTML or PNG
+(docs/replay.md, docs/timeline.md).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from voicegate.callers.report import caller_summary, summary, write_call_wav, wr
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.cli import replay_clock
+from voicegate.cli.channel_option import add_channel_option
 from voicegate.cli.paths import check_output_dir
 from voicegate.cli.replay_report import check_reports, write_reports
 from voicegate.cli.replaying import (
@@ -61,6 +63,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "input", type=Path, metavar="INPUT", help=".wav, .ulaw, .alaw, .sln, .jsonl or .yml"
     )
+    add_channel_option(parser)
     parser.add_argument(
         "--provider",
         choices=sorted(PROVIDER_PATHS),
@@ -121,7 +124,7 @@ class _Outcome:
 
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
-    recording = load_recording(args.input)
+    recording = load_recording(args.input, args.channel)
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
     # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
@@ -157,6 +160,8 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.project or args.llm:
         raise ConfigError("a scenario names its own project and model; drop --project and --llm")
+    if args.channel is not None:
+        raise ConfigError("a scenario's cues name their own channel (channel:); drop --channel")
     provider = args.provider or scenario.provider
     if args.url:
         rate = caller_rate(provider, 16000)

@@ -1,9 +1,9 @@
-"""`voicegate transcribe FILE.wav [--telephone]`: the embedded recogniser's transcript of a file.
+"""`voicegate transcribe FILE.wav [--telephone] [--channel C]`: the recogniser's transcript.
 
-A quick check for users and tests. The file (a WAV file at any rate, mixed to mono) is
-converted to 16 kHz and decoded as one utterance by the same Whisper model
-``speech.stt: whisper`` runs; ``--telephone`` first takes it through the path a phone call
-takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
+A quick check for users and tests. The file (a WAV file at any rate, its channels mixed to
+mono or the one ``--channel`` names) is converted to 16 kHz and decoded as one utterance by
+the same Whisper model ``speech.stt: whisper`` runs; ``--telephone`` first takes it through
+the path a phone call takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from voicegate.audio.g711 import ulaw_decode, ulaw_encode
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.audio.wav import read_wav
+from voicegate.cli.channel_option import add_channel_option
 from voicegate.cli.wiring import load_whisper
 from voicegate.errors import ConfigError
 from voicegate.speech.embedded.whisper_model import BUNDLED_MODEL, WHISPER_RATE
@@ -31,8 +32,8 @@ def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "transcribe",
         help="print the embedded recogniser's transcript of a WAV file",
-        description="Transcribe a WAV file (any rate, mixed to mono) with the embedded Whisper "
-        "model, as one utterance, and print the text.",
+        description="Transcribe a WAV file (any rate, mixed to mono or one --channel) with the "
+        "embedded Whisper model, as one utterance, and print the text.",
     )
     parser.add_argument(
         "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
@@ -42,6 +43,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="first take the audio through 8 kHz G.711 μ-law, as a phone call would",
     )
+    add_channel_option(parser)
     parser.add_argument(
         "--model",
         default=BUNDLED_MODEL,
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     """Transcribe ``args.file`` and print the text."""
     if not args.file.is_file():
         raise ConfigError(f"{args.file}: no such file")
-    audio = read_wav(args.file)
+    audio = read_wav(args.file, args.channel)
     samples, rate = audio.samples, audio.sample_rate
     if args.telephone:
         samples, rate = telephone_round_trip(samples, rate), TELEPHONE_RATE

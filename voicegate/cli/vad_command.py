@@ -1,4 +1,6 @@
-"""`voicegate vad FILE.wav [--json]`: the speech segments of a WAV file.
+"""`voicegate vad FILE.wav [--json] [--channel C]`: the speech segments of a WAV file.
+
+The file's channels are mixed to mono, or ``--channel`` names the one to analyse.
 
 8 and 16 kHz files are analysed at their own rate; 24 and 48 kHz files are first converted
 to 16 kHz with the streaming resampler (its latency trimmed, so times stay file-relative), and
@@ -17,6 +19,7 @@ import numpy as np
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import StreamResampler
 from voicegate.audio.wav import WavAudio, read_wav
+from voicegate.cli.channel_option import add_channel_option
 from voicegate.cli.transcribe_command import convert
 from voicegate.errors import ConfigError
 from voicegate.vad import ScorerKind, Segment, VadSettings, detect_segments
@@ -32,8 +35,9 @@ def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "vad",
         help="print the speech segments of a WAV file",
-        description="Detect speech in a WAV file, mixed to mono (8 or 16 kHz natively; 24 or "
-        "48 kHz resampled to 16 kHz) and print its segments in ms from the start of the file.",
+        description="Detect speech in a WAV file, mixed to mono or one --channel (8 or 16 kHz "
+        "natively; 24 or 48 kHz resampled to 16 kHz) and print its segments in ms from the "
+        "start of the file.",
     )
     parser.add_argument(
         "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
@@ -57,6 +61,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="0-3",
         help="webrtcvad aggressiveness (default: %(default)s)",
     )
+    add_channel_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -65,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     settings = VadSettings(
         scorer=ScorerKind(args.scorer), webrtc_aggressiveness=args.aggressiveness
     )
-    audio = _read(args.file)
+    audio = _read(args.file, args.channel)
     samples, rate = _at_a_vad_rate(audio)
     segments = detect_segments(samples, rate, settings)
     if args.json:
@@ -75,11 +80,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: Path) -> WavAudio:
+def _read(path: Path, channel: int | None) -> WavAudio:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
-    audio = read_wav(path)
-    return audio
+    return read_wav(path, channel)
 
 
 def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
