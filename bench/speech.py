@@ -188,7 +188,7 @@ async def tts_figures() -> dict[str, Any]:
     for _ in range(5):
         for phrase in PHRASES:
             started = time.perf_counter()
-            chunks = []
+            chunks: list[Samples] = []
             async for chunk in tts.synthesize(phrase):
                 if not chunks:
                     firsts.append((time.perf_counter() - started) * 1000)
