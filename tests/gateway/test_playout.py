@@ -3,6 +3,7 @@
 from voicegate.codecs import ClearAudio, PausePlayback, PlayAudio, ResumePlayback, SetMark
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.playout import Playout, QueuedSegment, provider_pace
+from voicegate.gateway.session.settings import SessionSettings
 
 ULAW_BYTES_PER_MS = 8
 
@@ -175,3 +176,22 @@ def test_a_flush_after_a_provider_pause_counts_only_what_played_before_it() -> N
     commands, heard = playout.flush(new_epoch=1, now_ms=1100)
     assert commands == [ClearAudio()]  # FLUSH_MEDIA, which also ends Asterisk's pause
     assert heard == [TurnHeard("t1", "one two three four five", interrupted=True)]
+
+
+def test_the_default_send_ahead_rides_out_a_300_ms_stall_of_the_media_loop() -> None:
+    # A stalled loop releases nothing until it runs again (bench/calls.py saw 100-500 ms
+    # stalls at 150 calls on 2 cores): the provider must still hold audio to play meanwhile.
+    defaults = SessionSettings()
+    playout = Playout(
+        bytes_per_ms=ULAW_BYTES_PER_MS,
+        send_ahead_ms=defaults.send_ahead_ms,
+        chunk_ms=defaults.chunk_ms,
+    )
+    playout.enqueue(segment("a long answer", 3000))
+    sent_ms = 0
+    for now in range(0, 1000, 20):
+        sent_ms += audio_ms(playout.release(now_ms=now)[0])
+    stall_ends = 980 + 300
+    assert sent_ms - stall_ends > 0  # the caller still had audio when the loop came back
+    sent_ms += audio_ms(playout.release(now_ms=stall_ends)[0])
+    assert sent_ms - stall_ends <= defaults.send_ahead_ms  # and no more than the send-ahead

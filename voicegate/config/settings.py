@@ -493,7 +493,9 @@ class ProvidersSettings:
 class PlayoutSettings:
     """``playout``: how far ahead of real time bot audio is sent."""
 
-    send_ahead_ms: int = 100
+    #: Bot audio (ms) the provider holds: the caller hears no gap while the gateway is this
+    #: late. A barge-in's flush drops it, so it does not delay the audible stop (playout.py).
+    send_ahead_ms: int = 400
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,16 @@ measure is the one that hurts a call: how late the media loop is (gateway/loopwa
 
 **The measure** is the share of the last ``window_s`` during which the loop was more than
 ``LATE_MS`` overdue. Each of the monitor's samples covers one 10 ms sleep plus its lateness;
-only lateness past 50 ms counts, because a call's playout keeps 60 ms or more queued at the
-provider (``send_ahead_ms`` 100 less one 40 ms chunk, gateway/playout.py), so a later loop lets
-the caller's audio run dry. Measured with bench/calls.py on 2 cores, ramping 300 calls over 5
-s, that share stayed at 0 for the first seconds while the loop was already overdue by a few ms
-20 % of the time, and rose to 0.2-0.9 within two seconds once the calls outgrew the CPU. A
-median or percentile of the samples would mislead: a loop stalled for 500 ms yields one sample,
-the short waits between stalls yield dozens, so at 300 calls the median stayed at 1 ms. One
-stall (a GC pass) is a small share of the window and sheds nothing.
+only lateness past 50 ms counts: it is what a barge-in can spare (the caller's speech is
+detected, and the provider flushed, only when the loop reads the frames), well before the audio
+queued at the provider runs dry (``send_ahead_ms``, 400 ms by default, gateway/playout.py;
+with 100 ms, as when this was measured, a later loop let it run dry). Measured with
+bench/calls.py on 2 cores, ramping 300 calls over 5 s, that share stayed at 0 for the first
+seconds while the loop was already overdue by a few ms 20 % of the time, and rose to 0.2-0.9
+within two seconds once the calls outgrew the CPU. A median or percentile of the samples would
+mislead: a loop stalled for 500 ms yields one sample, the short waits between stalls yield
+dozens, so at 300 calls the median stayed at 1 ms. One stall (a GC pass) is a small share of
+the window and sheds nothing.
 
 **The limit** is adaptive, additive-increase/multiplicative-decrease as in TCP congestion
 control: while the share is above ``shed_share``, the worker's own call limit is cut to 90 % of
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 #: The span of lag samples the share is taken over, and the least time between two changes
 #: of the limit.
 WINDOW_S = 2.0
-#: Lateness up to this is absorbed by the audio queued at the provider (see the module doc).
+#: Lateness up to this is within a barge-in's budget (see the module doc).
 LATE_MS = 50.0
 #: Samples spanning less than this decide nothing (a worker that just started has no history).
 MIN_SPAN_S = 0.5
