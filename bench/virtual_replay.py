@@ -12,7 +12,11 @@ turns). The call runs to its 70 s bound (``max_ms``). With
 
 Prints, per variant, the median wall and CPU seconds of the replay (imports excluded; loading
 the models and starting the demo's MCP server included), the media length, and whether every
-run produced the same timeline (the call id, fresh per run, left out). Each run is a fresh
+run produced the same timeline (the call id, fresh per run, left out). Then the same wall time
+in its phases: startup (until the gateway is ready for the call: the project, the models, the
+demo's MCP server, whose interpreter spends about a second importing the ``mcp`` package),
+the call itself (with its CPU seconds: the part the replay's speed is made of), and shutdown
+(the MCP server exiting once its stdin closes, ~0.2 s of its own). Each run is a fresh
 process: espeak-ng keeps state between utterances in its one instance per process, so the
 second replay in a process is not the first one's twin (the n-th replays of two processes
 are). Run it under ``flock /tmp/voicegate-bench.lock``.
@@ -29,7 +33,6 @@ import math
 import multiprocessing
 import statistics
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,7 +44,14 @@ import numpy as np
 import voicegate.mcp.runtime  # noqa: F401
 from voicegate.audio.wav import read_wav
 from voicegate.callers.script import CallerScript, Cue
-from voicegate.cli.replaying import new_caller, replay_in_process, run_replay, with_fresh_store
+from voicegate.cli.replaying import (
+    Mark,
+    Phases,
+    new_caller,
+    replay_in_process,
+    run_replay,
+    with_fresh_store,
+)
 from voicegate.config import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,22 +88,36 @@ def settings_for(variant: str, folder: Path) -> Settings:
     return with_fresh_store(base, folder / "data")
 
 
-def one_run(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
-    """Wall s, CPU s and the timeline (without the call id) of one replay."""
+def figures(start: Mark, phases: Phases, end: Mark) -> dict[str, float]:
+    """One run's seconds: in all, and in its phases (startup, the call, shutdown)."""
+    return {
+        "wall_s": end.wall - start.wall,
+        "cpu_s": end.cpu - start.cpu,
+        "startup_wall_s": phases.ready.wall - start.wall,
+        "call_wall_s": phases.hung_up.wall - phases.ready.wall,
+        "call_cpu_s": phases.hung_up.cpu - phases.ready.cpu,
+        "shutdown_wall_s": end.wall - phases.hung_up.wall,
+    }
+
+
+def one_run(variant: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The :func:`figures` and the timeline (without the call id) of one replay."""
     with tempfile.TemporaryDirectory(prefix="voicegate-bench-") as folder:
         settings = settings_for(variant, Path(folder))
         script = caller_script()
         caller = new_caller("twilio", script, quiet_ms=3000)
-        wall, cpu = time.perf_counter(), time.process_time()
+        start = Mark.now()
         result = run_replay(
             replay_in_process(settings, "twilio", caller, script, speed=1.0, max_ms=70_000),
             speed=math.inf,
         )
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return wall, cpu, [{k: v for k, v in r.items() if k != "call_id"} for r in result.records]
+        end = Mark.now()
+    assert result.phases is not None  # in process
+    timeline = [{k: v for k, v in r.items() if k != "call_id"} for r in result.records]
+    return figures(start, result.phases, end), timeline
 
 
-def in_fresh_process(variant: str) -> tuple[float, float, list[dict[str, Any]]]:
+def in_fresh_process(variant: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """:func:`one_run` in a new interpreter."""
     spawn = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
@@ -109,13 +133,18 @@ def main() -> None:
     report = {}
     for variant in args.variant or ["scripted", "embedded"]:
         runs = [in_fresh_process(variant) for _ in range(args.runs)]
-        timelines = [json.dumps(timeline) for _, _, timeline in runs]
+        timelines = [json.dumps(timeline) for _, timeline in runs]
+        medians = {
+            f"{name}_median": round(statistics.median(run[name] for run, _ in runs), 3)
+            for name in runs[0][0]
+        }
         report[variant] = {
-            "media_ms": runs[0][2][-1]["t_ms"],
-            "events": len(runs[0][2]),
-            "wall_s_median": round(statistics.median(w for w, _, _ in runs), 3),
-            "cpu_s_median": round(statistics.median(c for _, c, _ in runs), 3),
+            "media_ms": runs[0][1][-1]["t_ms"],
+            "events": len(runs[0][1]),
+            "wall_s_median": medians.pop("wall_s_median"),
+            "cpu_s_median": medians.pop("cpu_s_median"),
             "identical_timelines": len(set(timelines)) == 1,
+            **medians,
         }
     print(json.dumps(report, indent=2))
 

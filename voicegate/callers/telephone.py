@@ -22,7 +22,7 @@ from voicegate.audio.g711 import (
 from voicegate.audio.pcm import Samples, pcm16le_to_samples, samples_to_pcm16le
 from voicegate.callers.hangup import quiet_after_cues
 from voicegate.callers.playback import Playback
-from voicegate.callers.script import CallerScript
+from voicegate.callers.script import CallerScript, EncodedScript
 from voicegate.types import SILENCE_BYTE, AudioEncoding, AudioFormat
 
 FRAME_MS = 20
@@ -60,6 +60,9 @@ class TelephoneLine:
         self.wire = wire
         self.quiet_ms = quiet_ms  # see callers/hangup.py; None: hang up once the script ends
         self.playback = Playback()
+        self._frames = EncodedScript(
+            script, lambda samples: encode(samples, wire.encoding), FRAME_MS
+        )
         self.now_ms = 0
         self.caller_track = bytearray()  # what the caller said, in the wire encoding
         self.bot_track = bytearray()  # what it heard of the bot, aligned with it
@@ -82,8 +85,7 @@ class TelephoneLine:
         chunk, played = (b"", []) if held else self.playback.play(self.now_ms, self.frame_bytes)
         silence = SILENCE_BYTE[self.wire.encoding] * (self.frame_bytes - len(chunk))
         self.bot_track += chunk + silence
-        samples = self.script.frame(self.now_ms, FRAME_MS, self.playback.bot_started_ms)
-        frame = encode(samples, self.wire.encoding)
+        frame = self._frames.frame(self.now_ms, self.playback.bot_started_ms)
         self.caller_track += frame
         self.now_ms += FRAME_MS
         return frame, played

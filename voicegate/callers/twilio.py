@@ -22,7 +22,7 @@ from voicegate.audio.g711 import samples_to_ulaw_bytes, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.hangup import quiet_after_cues
-from voicegate.callers.script import CallerScript
+from voicegate.callers.script import CallerScript, EncodedScript
 from voicegate.errors import RemoteProtocolError
 
 FRAME_MS = 20
@@ -50,6 +50,7 @@ class TwilioCaller:
         if script.sample_rate != SAMPLE_RATE:
             raise ValueError("a Twilio caller's script must be at 8000 Hz")
         self._script = script
+        self._frames = EncodedScript(script, samples_to_ulaw_bytes, FRAME_MS)
         self._call_sid = call_sid
         self._stream_sid = stream_sid
         self._stream_sid_json = json.dumps(stream_sid)
@@ -95,15 +96,20 @@ class TwilioCaller:
     def tick(self) -> list[str | bytes]:
         """Advance 20 ms: play bot audio, echo marks now played, send caller audio."""
         echoes = self._play_frame()
-        samples = self._script.frame(self.now_ms, FRAME_MS, self.bot_started_ms)
-        if self._echo is not None:
-            samples = self._echo.mix(samples)
-        # Most ticks are digital silence, whose μ-law is known: no encoding (~4 µs a tick).
-        frame = samples_to_ulaw_bytes(samples) if samples.any() else _SILENT_FRAME
+        frame = self._caller_frame()
         self.caller_track += frame
         media = self._media_message(frame)
         self.now_ms += FRAME_MS
         return [*echoes, media]
+
+    def _caller_frame(self) -> bytes:
+        """The μ-law of what the caller says in the tick at ``now_ms``."""
+        if self._echo is None:  # each cue encoded once; silence is a constant frame
+            return self._frames.frame(self.now_ms, self.bot_started_ms)
+        samples = self._script.frame(self.now_ms, FRAME_MS, self.bot_started_ms)
+        samples = self._echo.mix(samples)
+        # Most ticks are digital silence, whose μ-law is known: no encoding (~4 µs a tick).
+        return samples_to_ulaw_bytes(samples) if samples.any() else _SILENT_FRAME
 
     def receive(self, message: str | bytes) -> list[str]:
         """Take one gateway message; returns messages to send back at once (clear echoes)."""

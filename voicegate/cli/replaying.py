@@ -111,6 +111,28 @@ BROWSER_DEFAULT_RATE = 16000
 
 
 @dataclass(frozen=True, slots=True)
+class Mark:
+    """A moment of a replay on the wall clock and in the process's CPU time, in seconds."""
+
+    wall: float  # time.perf_counter()
+    cpu: float  # time.process_time()
+
+    @classmethod
+    def now(cls) -> Mark:
+        """This moment."""
+        return cls(time.perf_counter(), time.process_time())
+
+
+@dataclass(frozen=True, slots=True)
+class Phases:
+    """When an in-process replay's call began (its gateway ready) and ended (the caller's
+    connection closed): startup before, shutdown after (bench/virtual_replay.py)."""
+
+    ready: Mark
+    hung_up: Mark
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayResult:
     """One replayed call: the caller, the timeline, and where the timeline came from."""
 
@@ -121,6 +143,7 @@ class ReplayResult:
     close_code: int | None
     #: ``records`` is the gateway's timeline: in process, or sent to a browser caller at a URL
     from_gateway: bool = True
+    phases: Phases | None = None  # in process
 
 
 def new_caller(
@@ -283,7 +306,9 @@ async def replay_in_process(
         ):
             base = "http://localhost" if unix_path else gateway.base_url
             url = "ws" + base.removeprefix("http") + PROVIDER_PATHS[provider]
+            ready = Mark.now()
             closed = await _drive(url, caller, speed=speed, max_ms=max_ms, unix_path=unix_path)
+            hung_up = Mark.now()
     code = closed.code
     # Leaving the block drained the gateway: the call's session has ended and kept its timeline.
     if not caller.call_id:
@@ -296,7 +321,8 @@ async def replay_in_process(
     caller_records = caller_timeline(
         caller, script, onsets=onsets, close_code=code, close_reason=closed.reason
     )
-    return ReplayResult(caller, list(timeline.records), caller_records, True, code)
+    phases = Phases(ready, hung_up)
+    return ReplayResult(caller, list(timeline.records), caller_records, True, code, phases=phases)
 
 
 def with_fresh_store(settings: Settings, data_dir: Path) -> Settings:
