@@ -7,6 +7,9 @@ its MCP server's tool, none hanging up (the demo's own conversation ends the cal
 turns). The call runs to its 70 s bound (``max_ms``). With
 
 - ``scripted``: the scripted recogniser, the tone synthesiser, no end-of-turn model;
+- ``scripted-local``: as ``scripted``, against a copy of the demo project without its MCP
+  server (and the skill that imports from it), with bench/virtual_replay_local.yml's turns:
+  what the gateway itself costs, apart from a third-party server's start;
 - ``embedded``: config/voicegate.yml as shipped (Whisper tiny.en, espeak-ng, Smart Turn),
   whose decodes are real CPU time while virtual time stands still.
 
@@ -21,7 +24,7 @@ process: espeak-ng keeps state between utterances in its one instance per proces
 second replay in a process is not the first one's twin (the n-th replays of two processes
 are). Run it under ``flock /tmp/voicegate-bench.lock``.
 
-    python bench/virtual_replay.py [--runs 3] [--variant scripted|embedded]
+    python bench/virtual_replay.py [--runs 3] [--variant scripted|scripted-local|embedded]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import concurrent.futures
 import json
 import math
 import multiprocessing
+import shutil
 import statistics
 import tempfile
 from dataclasses import replace
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 # Imports are not timed. The demo's skills import MCP tools, so its replay imports the mcp
 # package (cli/wiring.py loads it only for such a project): here, so it is not timed either.
@@ -57,6 +62,8 @@ from voicegate.config import Settings, load_settings
 ROOT = Path(__file__).resolve().parent.parent
 #: Six model turns against the demo project (its own conversation hangs up after two).
 CONVERSATION = Path(__file__).resolve().parent / "virtual_replay.yml"
+#: The same turns for the demo project without its MCP server (``scripted-local``).
+LOCAL_CONVERSATION = Path(__file__).resolve().parent / "virtual_replay_local.yml"
 FESTIVAL = ROOT / "fixtures" / "audio" / "synth" / "festival"
 CLIPS = ("balance", "cancel", "digits1", "agent", "digits2", "balance")
 RATE = 8000
@@ -72,14 +79,30 @@ def caller_script() -> CallerScript:
     return CallerScript(cues, RATE)
 
 
+def project_without_mcp(folder: Path) -> Path:
+    """A copy of the demo project without its MCP server and the skill importing from it."""
+    project = folder / "agent"
+    shutil.copytree(
+        ROOT / "config" / "agent",
+        project,
+        ignore=lambda where, names: [n for n in names if n in ("mcp", "branch_hours")],
+    )
+    integrations = project / "integrations.yml"
+    data = yaml.safe_load(integrations.read_text("utf-8"))
+    data.pop("mcp_servers")
+    integrations.write_text(yaml.safe_dump(data), "utf-8")
+    return project
+
+
 def settings_for(variant: str, folder: Path) -> Settings:
     """The shipped settings, or with the scripted recogniser and the tone synthesiser."""
     base = load_settings(ROOT / "config" / "voicegate.yml")
-    engine = replace(
-        base.engine, project_dir=ROOT / "config" / "agent", llm=f"scripted:{CONVERSATION}"
-    )
+    project, conversation = ROOT / "config" / "agent", CONVERSATION
+    if variant == "scripted-local":
+        project, conversation = project_without_mcp(folder), LOCAL_CONVERSATION
+    engine = replace(base.engine, project_dir=project, llm=f"scripted:{conversation}")
     base = replace(base, engine=engine)
-    if variant == "scripted":
+    if variant in ("scripted", "scripted-local"):
         lines = folder / "lines.txt"
         lines.write_text("".join(f"{name}\n" for name in CLIPS), "utf-8")
         speech = replace(base.speech, stt=f"scripted:{lines}", tts="tone")
@@ -128,7 +151,9 @@ def main() -> None:
     """Replay each variant ``--runs`` times and print the figures as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--variant", choices=("scripted", "embedded"), action="append")
+    parser.add_argument(
+        "--variant", choices=("scripted", "scripted-local", "embedded"), action="append"
+    )
     args = parser.parse_args()
     report = {}
     for variant in args.variant or ["scripted", "embedded"]:
