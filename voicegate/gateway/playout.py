@@ -9,12 +9,12 @@ since every provider's flush verb (``clear``, ``killAudio``, ``FLUSH_MEDIA``, ..
 bench/calls.py at 150 calls on 2 cores (two rounds each): with 100 ms, 103 and 1 calls had
 choppy playout, with 400 ms none; the loop stalled for 100-500 ms either way.
 
-Audio goes out in chunks of ``chunk_ms`` (40 ms by default, at most half the send-ahead), sent
-once the provider holds no more than ``send_ahead_ms - chunk_ms``: the provider still never
-holds more than ``send_ahead_ms`` (the flush budget is unchanged) and never less than
-``send_ahead_ms - chunk_ms - frame_ms`` between two inbound frames, while each call-second of
-bot speech takes 25 messages instead of 50 (each one a JSON encode, a base64 and a WebSocket
-send on the loop; bench/media_cost.py).
+Audio goes out in chunks of ``chunk_ms`` (100 ms by default, at most half the send-ahead),
+sent once the provider holds no more than ``send_ahead_ms - chunk_ms``: the provider never
+holds more than ``send_ahead_ms`` and never less than ``send_ahead_ms - chunk_ms - frame_ms``
+(280 ms) between two inbound frames, while each call-second of bot speech takes 10 messages
+instead of 50 (each one a JSON encode, a base64 and a WebSocket send on the loop, one
+``send`` system call each; bench/media_cost.py).
 
 Every segment is followed by a provider mark (``SetMark``); the :class:`PlayoutLedger` turns
 the echoed marks into "what the caller heard". A provider with no acknowledgement (Jambonz,
