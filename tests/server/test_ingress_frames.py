@@ -140,6 +140,61 @@ async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:
         await ends_normally(healthy)
 
 
+async def answer_pings(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    """Answer each server ping with a pong and send nothing else; the pings, once closed."""
+    pings = 0
+    while header := await reader.read(2):
+        first, second = header[0], header[1]
+        payload = await reader.readexactly(second & 0x7F)
+        if first & 0x0F == 0x9:
+            pings += 1
+            writer.write(frame(0xA, payload))
+    return pings
+
+
+async def test_a_silent_peer_that_answers_pings_is_kept() -> None:
+    # The heartbeat only sends a ping when nothing came in since the last one, and any data
+    # (the pong) after it keeps the connection (gateway/websocket.py).
+    limits = Limits(heartbeat_s=0.3)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        raw_websocket(gateway) as (reader, writer),
+    ):
+        answering = asyncio.create_task(answer_pings(reader, writer))
+        await asyncio.sleep(2.0)  # six heartbeats of silence but for the pongs
+        assert not answering.done()
+        assert len(gateway.calls.active) == 1
+        writer.close()
+        assert await asyncio.wait_for(answering, 10) >= 2  # it was pinged, and answered
+
+
+async def test_a_peer_that_streams_is_not_pinged() -> None:
+    # Media every 20 ms proves the peer is there: no ping per heartbeat, however long.
+    limits = Limits(heartbeat_s=0.2)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        raw_websocket(gateway) as (reader, writer),
+    ):
+        for _ in range(50):  # one second
+            writer.write(frame(0x1, b'{"event":"connected"}'))
+            await asyncio.sleep(0.02)
+        writer.close()
+        sent = await asyncio.wait_for(reader.read(), 10)
+    assert 0x9 not in opcodes(sent)
+
+
+def opcodes(data: bytes) -> list[int]:
+    """The opcodes of the server frames (unmasked, RFC 6455 §5.2) in ``data``."""
+    found, at = [], 0
+    while at + 2 <= len(data):
+        found.append(data[at] & 0x0F)
+        size, at = data[at + 1] & 0x7F, at + 2
+        if size == 126:
+            size, at = struct.unpack("!H", data[at : at + 2])[0], at + 2
+        at += size
+    return found
+
+
 async def test_idle_and_half_sent_http_connections_are_closed() -> None:
     limits = Limits(http_idle_timeout_s=0.5)
     async with (

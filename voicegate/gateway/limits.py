@@ -23,7 +23,8 @@ class Limits:
     idle_timeout_s: float = 30.0
     # A call is closed (1008) after this many seconds (Twilio's own maximum is 4 hours).
     max_call_s: float = 14400.0
-    # WebSocket ping interval; a peer that does not pong within half of it is dropped.
+    # WebSocket ping interval: a ping goes out when nothing came in for a whole interval, and
+    # a peer that sends nothing within half an interval after it is dropped (websocket.py).
     heartbeat_s: float = 20.0
     # An HTTP connection with no complete request for this long is closed (keep-alive idle,
     # silent sockets and half-sent headers alike).

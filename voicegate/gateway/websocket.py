@@ -10,6 +10,16 @@ aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
   follows frame boundaries and fails the first unmasked frame with 1002. The scanner is
   installed through ``_post_start``, aiohttp's private hook (checked by
   tests/server/test_ingress_frames.py).
+
+It also makes aiohttp's heartbeat cheap per message. aiohttp re-arms the ping timer after
+every read, through a ``call_soon`` and a timer computation, on every frame of every call:
+2-8 µs of the server's 30-40 µs per media message with it on against off (100 connections
+each sending 50 messages a second, three alternating runs). Here a read only sets a flag; the
+timer, when it fires, sends no ping if anything came in since the last one, and when a ping's
+answer is due, any data that came in (the pong included) keeps the connection: 1.8-3 µs less
+per message than aiohttp's own in three of four alternating runs (median ~2 µs, ~6 %). A
+half-open peer is dropped as before, after at most two and a half heartbeats of silence
+instead of one and a half.
 """
 
 from __future__ import annotations
@@ -113,6 +123,35 @@ class _MaskedOnly:
 
 class GatewayWebSocket(web.WebSocketResponse):
     """aiohttp's WebSocket response that refuses unmasked frames and explains its closes."""
+
+    _data_seen = False  # anything read since the heartbeat last looked
+
+    def _on_data_received(self) -> None:
+        # aiohttp calls this on every read while a heartbeat is set (its own re-arms the timer).
+        self._data_seen = True
+
+    def _send_heartbeat(self) -> None:
+        if not self._data_seen:
+            super()._send_heartbeat()  # a ping, and the pong's deadline
+            return
+        self._data_seen = False
+        self._heartbeat_cb = None
+        self._rearm_heartbeat()
+
+    def _pong_not_received(self) -> None:
+        if not self._data_seen:
+            super()._pong_not_received()  # silent since the ping: half-open, dropped
+            return
+        self._data_seen = False
+        self._pong_response_cb = None
+        self._rearm_heartbeat()
+
+    def _rearm_heartbeat(self) -> None:
+        if self._heartbeat is None or self._closed or self._heartbeat_cb is not None:
+            return
+        assert self._loop is not None
+        self._heartbeat_when = self._loop.time() + self._heartbeat
+        self._heartbeat_cb = self._loop.call_at(self._heartbeat_when, self._send_heartbeat)
 
     def _post_start(self, request: Any, protocol: str | None, writer: Any) -> None:
         # aiohttp's own _post_start (3.14), with the scanner put in front of the frame reader
