@@ -135,23 +135,15 @@ class GatewayWebSocket(web.WebSocketResponse):
             super()._send_heartbeat()  # a ping, and the pong's deadline
             return
         self._data_seen = False
-        self._heartbeat_cb = None
-        self._rearm_heartbeat()
+        self._heartbeat_cb = None  # this timer has fired: aiohttp's reset arms the next one
+        self._reset_heartbeat()
 
     def _pong_not_received(self) -> None:
         if not self._data_seen:
             super()._pong_not_received()  # silent since the ping: half-open, dropped
             return
         self._data_seen = False
-        self._pong_response_cb = None
-        self._rearm_heartbeat()
-
-    def _rearm_heartbeat(self) -> None:
-        if self._heartbeat is None or self._closed or self._heartbeat_cb is not None:
-            return
-        assert self._loop is not None
-        self._heartbeat_when = self._loop.time() + self._heartbeat
-        self._heartbeat_cb = self._loop.call_at(self._heartbeat_when, self._send_heartbeat)
+        self._reset_heartbeat()  # clears the fired pong deadline, arms the next heartbeat
 
     def _post_start(self, request: Any, protocol: str | None, writer: Any) -> None:
         # aiohttp's own _post_start (3.14), with the scanner put in front of the frame reader
