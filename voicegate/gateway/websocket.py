@@ -24,11 +24,13 @@ instead of one and a half.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import WebSocketError, WSCloseCode, WSMsgType, web
 from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
 from aiohttp.helpers import DEFAULT_CHUNK_SIZE
+from aiohttp.http import WS_CLOSED_MESSAGE
 
 from voicegate.errors import RemoteProtocolError
 
@@ -165,10 +167,29 @@ class GatewayWebSocket(web.WebSocketResponse):
         request.protocol.keep_alive(False)  # no HTTP keep-alive on a WebSocket
 
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
-        """Close; a close aiohttp makes on a bad frame says what was wrong."""
+        """Close, waiting for the peer's close frame; a close aiohttp makes on a bad frame
+        says what was wrong."""
         if not message and code in _LIBRARY_REASONS:
             message = close_reason(self._library_reason(code))
+        await self._stop_other_reader()
         return await super().close(code=code, message=message, drain=drain)
+
+    async def _stop_other_reader(self) -> None:
+        # When another task is inside receive(), aiohttp's close breaks that read and then
+        # drops the TCP connection at once, without the peer's close frame (RFC 6455 §7.1.1
+        # wants the server to close TCP after the closing handshake). Audio the peer sent
+        # meanwhile is still unread, so the kernel resets the connection, and a peer can
+        # lose our close frame to the reset: Chromium reported 1006 instead of 1001 on a
+        # drain. So the other reader is handed a "closed" message first, and aiohttp's
+        # close, reading alone, waits for the peer's close frame (up to its timeout).
+        while self._waiting and not self._closed and self._reader is not None:
+            assert self._loop is not None
+            self._close_wait = self._loop.create_future()
+            self._reader.feed_data(WS_CLOSED_MESSAGE, 0)
+            try:
+                await self._close_wait  # set by the reader as its receive() returns
+            finally:
+                self._close_wait = None
 
     def _library_reason(self, code: int) -> str:
         error = self._reader.exception() if self._reader is not None else None
@@ -183,6 +204,7 @@ class WebSocketTransport:
     def __init__(self, socket: web.WebSocketResponse) -> None:
         self._socket = socket
         self._closing = False  # this side started the close
+        self._close_over = asyncio.Event()  # that close has finished (handshake or timeout)
         self._peer_close: str | None = None
 
     @property
@@ -196,8 +218,8 @@ class WebSocketTransport:
         return self._socket.closed
 
     async def receive(self) -> str | bytes | None:
-        """The next message, or None once the connection is closed."""
-        if self._socket.closed:
+        """The next message, or None once the connection is closed or closing."""
+        if self._socket.closed or self._closing:
             return None
         message = await self._socket.receive()
         match message.type:
@@ -217,8 +239,8 @@ class WebSocketTransport:
         return None  # CLOSE, CLOSING, CLOSED, or the connection was lost
 
     async def send(self, message: str | bytes) -> None:
-        """Send one frame; a no-op once the connection is closed or lost."""
-        if self._socket.closed:
+        """Send one frame; a no-op once the connection is closing, closed or lost."""
+        if self._socket.closed or self._closing:
             return
         try:
             if isinstance(message, str):
@@ -230,7 +252,18 @@ class WebSocketTransport:
             return
 
     async def close(self, code: int, reason: str) -> None:
-        """Close with a status code and a reason (the first close wins; later ones are no-ops)."""
+        """Close with a status code and a reason.
+
+        The first close wins. A later one waits until that close is over: the call's own end
+        after a drain closed it must not let the server drop the TCP connection in the middle
+        of the closing handshake.
+        """
+        if self._closing:
+            await self._close_over.wait()
+            return
         self._closing = True
-        if not self._socket.closed:
-            await self._socket.close(code=code, message=close_reason(reason))
+        try:
+            if not self._socket.closed:
+                await self._socket.close(code=code, message=close_reason(reason))
+        finally:
+            self._close_over.set()

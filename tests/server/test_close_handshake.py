@@ -1,0 +1,83 @@
+"""The gateway's close waits for the peer's close frame before it drops the TCP connection.
+
+RFC 6455 §7.1.1: the server closes the TCP connection after the closing handshake. Closing it
+right after sending its own close frame, with the peer's audio still unread, makes the kernel
+reset the connection, and a peer can lose the close frame (and its reason) to the reset:
+Chromium showed 1006 instead of 1001 when the gateway drained. Both tests close a call from
+another task than the one reading it, as a drain and a bot hang-up do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.server.raw_ws import Raw, frame, raw_websocket, server_close
+from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
+from voicegate.codecs.base import Codec
+from voicegate.gateway.calls import DrainResult
+from voicegate.gateway.transport import CallGate, Transport
+
+SHUTTING_DOWN = "the gateway is shutting down"
+CLOSE = 0x8
+TEXT = 0x1
+#: How long the peer keeps the gateway waiting for its close frame: long next to a loopback
+#: round trip, in which the gateway would drop the connection if it did not wait.
+PEER_DELAY_S = 0.3
+
+
+async def answers_late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A peer slow to answer the close: audio still in flight, then its close frame.
+
+    The connection must stay up until the answer, then end in an orderly EOF (no reset).
+    """
+    writer.write(frame(TEXT, b'{"event":"media"}'))  # sent before the peer saw the close
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(reader.read(1), PEER_DELAY_S)  # nothing: no EOF, no reset
+    writer.write(frame(CLOSE, (1001).to_bytes(2, "big")))
+    assert await asyncio.wait_for(reader.read(), 10) == b""
+
+
+async def started_call(raw: Raw) -> None:
+    """Wait for the scripted runner's greeting: the call is running and reading."""
+    reader, _ = raw
+    first, size = await asyncio.wait_for(reader.readexactly(2), 10)
+    assert first & 0x0F == TEXT
+    assert json.loads(await reader.readexactly(size & 0x7F)) == {"dialect": "twilio"}
+
+
+async def test_a_drain_waits_for_the_peers_close_frame() -> None:
+    async with (
+        running_gateway(ScriptedRunner()) as gateway,
+        raw_websocket(gateway) as (reader, writer),
+    ):
+        await started_call((reader, writer))
+        drain = asyncio.create_task(gateway.drain(0))
+        assert await server_close(reader) == (1001, SHUTTING_DOWN)
+        await answers_late(reader, writer)
+        assert await asyncio.wait_for(drain, 10) == DrainResult(finished=0, closed=1)
+
+
+async def hangs_up_from_another_task(transport: Transport, codec: Codec, gate: CallGate) -> None:
+    """A runner shaped like a session: one task reads, the dialogue side hangs up."""
+    await transport.send(json.dumps({"dialect": codec.capabilities.dialect}))
+
+    async def read_until_closed() -> None:
+        while await transport.receive() is not None:
+            pass
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(read_until_closed())
+        await asyncio.sleep(0.05)  # the reader is now waiting inside receive()
+        await transport.close(1000, "the agent ended the call")
+
+
+async def test_a_hang_up_beside_a_reader_waits_for_the_peers_close_frame() -> None:
+    async with running_gateway(hangs_up_from_another_task) as gateway:
+        async with raw_websocket(gateway) as (reader, writer):
+            await started_call((reader, writer))
+            assert await server_close(reader) == (1000, "the agent ended the call")
+            await answers_late(reader, writer)
+        await eventually(lambda: not gateway.calls.active, "the call to end")
