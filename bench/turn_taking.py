@@ -284,6 +284,7 @@ async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, A
             "reason": reason,
             "score": eot.get("score") if eot else None,
             "model": eot.get("model") if eot else None,
+            "words": eot.get("words") if eot else None,
             "stages_ms": stages(timeline, end),
         }
         for stage, at in per_file[rec.name]["stages_ms"].items():

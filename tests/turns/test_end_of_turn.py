@@ -54,6 +54,41 @@ def test_an_incomplete_score_waits_longer_for_more_speech() -> None:
     assert run(events, MODEL) == ["incomplete timeout@2000"]
 
 
+def test_an_incomplete_score_on_a_finished_sentence_waits_only_the_sentence_end_timeout() -> None:
+    # Smart Turn scores a lone "Two." low; the recogniser closed the sentence.
+    events = [("pause", 1100, 1000), ("score", 1170, 0.02), ("words", 1190, "Two.")]
+    events += [("tick", 1480, None), ("tick", 1500, None)]
+    assert run(events, MODEL) == ["sentence end@1500"]  # not the 1,000 ms incomplete timeout
+
+
+def test_a_fragment_without_a_full_stop_keeps_the_incomplete_timeout() -> None:
+    for words in (
+        "He might even have been",
+        "Please enter the number you wish",
+        "Your call cannot be",
+    ):
+        events = [("pause", 1100, 1000), ("score", 1170, 0.1), ("words", 1190, words)]
+        events += [("tick", 1300, None), ("tick", 1980, None), ("tick", 2000, None)]
+        assert run(events, MODEL) == ["incomplete timeout@2000"], words
+
+
+def test_an_unscored_short_answer_that_ends_a_sentence_ends_at_the_sentence_end_timeout() -> None:
+    # Too short for the model (min_speech_ms): the silence timeout, or sooner on "Yes."
+    settings = EndOfTurnSettings(sentence_end_timeout_ms=300)
+    state = eot.unscored(eot.paused(eot.EndOfTurnState(), 1000), "short")
+    state = eot.heard(state, "Yes.", 1000)
+    state, end = eot.decide(state, 1299, settings)
+    assert end is None
+    _, end = eot.decide(state, 1300, settings)
+    assert end is not None
+    assert (end.reason, end.model) == ("sentence end", "short")
+
+
+def test_the_sentence_end_timeout_never_undercuts_a_complete_verdict() -> None:
+    with pytest.raises(ConfigError, match="sentence_end_timeout_ms"):
+        EndOfTurnSettings(pause_ms=200, sentence_end_timeout_ms=150)
+
+
 def test_a_model_that_has_not_answered_falls_back_to_the_vad_rule() -> None:
     events = [("pause", 1200, 1000), ("tick", 1480, None), ("tick", 1500, None)]
     assert run(events, MODEL) == ["silence timeout@1500"]

@@ -12,6 +12,9 @@ waits for evidence, and releases it as the end of the turn when
 * or the model scored it incomplete and the silence reached ``incomplete_timeout_ms``;
 * or the model has not answered and the silence reached ``silence_timeout_ms`` (the
   fallback: the VAD-only rule of before, so a slow model never makes the answer later);
+* in both of those cases, sooner, once the silence reached ``sentence_end_timeout_ms``, if
+  the transcript of the pause ends a sentence ("Two.", "Goodbye!"): the recogniser's
+  punctuation weighs against a model that scores short answers low;
 * or no model is configured: the pause itself ends the turn.
 
 Speech resuming before then makes the pause part of the turn: the new speech start is
@@ -129,10 +132,8 @@ def _reason(pause: Pause, now_ms: MediaMs, settings: EndOfTurnSettings) -> str |
         return "pause"
     if pause.words is not None and ends_on_hold_word(pause.words, settings):
         return "hesitation timeout" if silence >= settings.hesitation_timeout_ms else None
-    if pause.score is None:
-        return "silence timeout" if silence >= settings.silence_timeout_ms else None
-    if pause.score < settings.threshold:
-        return "incomplete timeout" if silence >= settings.incomplete_timeout_ms else None
+    if pause.score is None or pause.score < settings.threshold:
+        return _timeout_reason(pause, silence, settings)
     if silence < settings.pause_ms:
         return None  # asked early (ask_after_ms) so the verdict is in by now, not to act sooner
     assert pause.scored_ms is not None
@@ -140,3 +141,25 @@ def _reason(pause: Pause, now_ms: MediaMs, settings: EndOfTurnSettings) -> str |
     if pause.words is not None or waited >= settings.transcript_wait_ms:
         return "model"
     return None
+
+
+def _timeout_reason(pause: Pause, silence: int, settings: EndOfTurnSettings) -> str | None:
+    """No complete verdict: a timeout ends the turn, shorter if the words end a sentence."""
+    if pause.score is None:
+        reason, timeout = "silence timeout", settings.silence_timeout_ms
+    else:
+        reason, timeout = "incomplete timeout", settings.incomplete_timeout_ms
+    # The recogniser closed the sentence ("Two.", "Goodbye!") where the model did not score
+    # it complete: Smart Turn scores lone words and short answers on a phone line low
+    # (bench/turn_taking.py); Whisper leaves many fragments unpunctuated ("All circuit",
+    # "He might even have been"), though not all (docs/turn-taking.md).
+    finished = pause.words is not None and ends_a_sentence(pause.words)
+    if finished and settings.sentence_end_timeout_ms < timeout:
+        reason, timeout = "sentence end", settings.sentence_end_timeout_ms
+    return reason if silence >= timeout else None
+
+
+def ends_a_sentence(text: str) -> bool:
+    """Whether ``text`` ends with a full stop, question or exclamation mark (not "...")."""
+    stripped = text.strip()
+    return stripped.endswith((".", "?", "!")) and not stripped.endswith(("...", "…"))

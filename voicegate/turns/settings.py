@@ -42,6 +42,10 @@ class EndOfTurnSettings:
     silence_timeout_ms: int = 500
     #: Silence that ends a turn the model scored incomplete.
     incomplete_timeout_ms: int = 1000
+    #: Silence that ends a turn without a complete verdict (scored incomplete, or not scored)
+    #: whose transcript ends a sentence: "Two.", "Goodbye!". Smart Turn scores such short
+    #: answers low on a phone line; Whisper leaves many fragments unpunctuated.
+    sentence_end_timeout_ms: int = 500
     #: Silence that ends a turn whose transcript ends on a hold word ("and", "um").
     hesitation_timeout_ms: int = 2000
     #: How long (ms) a complete verdict waits for the transcript of the pause before it acts.
@@ -79,12 +83,13 @@ class EndOfTurnSettings:
             "pause_ms",
             "silence_timeout_ms",
             "incomplete_timeout_ms",
+            "sentence_end_timeout_ms",
             "hesitation_timeout_ms",
         ):
             if getattr(self, name) < 20:
                 raise ConfigError(f"{name} must be at least 20 ms, got {getattr(self, name)!r}")
-        if self.silence_timeout_ms < self.pause_ms:
-            raise ConfigError("silence_timeout_ms must be at least pause_ms")
+        if min(self.silence_timeout_ms, self.sentence_end_timeout_ms) < self.pause_ms:
+            raise ConfigError("silence_timeout_ms and sentence_end_timeout_ms must be >= pause_ms")
         if not 20 <= self.ask_after_ms <= self.pause_ms:
             raise ConfigError(
                 f"ask_after_ms must be at least 20 ms and at most pause_ms, got {self.ask_after_ms}"
