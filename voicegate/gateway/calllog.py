@@ -2,7 +2,10 @@
 
 The media loop only encodes a record and appends it to the call's pending lines; one writer
 thread per gateway appends them to ``<directory>/<gateway call id>.jsonl`` (a write to disk
-can stall for milliseconds, which the media loop must never wait for, design §10). A file
+can stall for milliseconds, which the media loop must never wait for, design §10). The writer
+lets records gather for ``WRITE_INTERVAL_S`` and then writes every call that has new ones:
+one thread wake-up per interval for all calls, and one open/append/close per call, instead
+of a job per burst of records per call (bench/call_logs.py). A file
 starts with a ``call_connected`` record and ends with ``call_closed``; a file without the
 latter belongs to a live call, or to a worker that died (docs/timeline.md, "Call logs").
 
@@ -40,6 +43,9 @@ CLOSED = "call_closed"
 TRUNCATED = "call_log_truncated"
 #: A prune runs once every ``keep // PRUNE_SHARE`` ended calls (at least every call).
 PRUNE_SHARE = 20
+#: How long records gather before the writer writes them. A worker that dies loses at most
+#: this much of its calls' last records; /calls shows a live call this much behind.
+WRITE_INTERVAL_S = 0.25
 
 
 def safe_call_id(call_id: str) -> bool:
@@ -67,11 +73,16 @@ class CallLogOptions:
 class CallLogs:
     """The writer of every call log of one gateway process (owns one thread)."""
 
-    def __init__(self, options: CallLogOptions) -> None:
+    def __init__(self, options: CallLogOptions, write_interval_s: float = WRITE_INTERVAL_S) -> None:
         self.options = options
+        self._interval_s = write_interval_s
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="call-logs")
         self._live: set[str] = set()
         self._closed = False
+        self._closing = threading.Event()  # cuts the gathering short: write now
+        self._lock = threading.Lock()
+        #: Logs with lines to write, in the order they got them; True once the call ended.
+        self._dirty: dict[CallLog, bool] = {}
         self._ended_since_prune = 0  # touched on the writer thread only
 
     def open(self, call_id: str, dialect: str) -> CallLog | None:
@@ -95,18 +106,37 @@ class CallLogs:
         return call_log
 
     def schedule(self, call_log: CallLog) -> None:
-        """Have the writer thread append ``call_log``'s pending lines."""
-        if not self._closed:
-            self._watch(self._writer.submit(call_log.flush))
+        """Have the writer thread append ``call_log``'s pending lines at its next write."""
+        self._mark(call_log, ended=False)
 
     def finished(self, call_log: CallLog) -> None:
         """The call is over: write what is left, then prune the directory."""
         self._live.discard(call_log.call_id)
-        if not self._closed:
-            self._watch(self._writer.submit(self._finish, call_log))
+        self._mark(call_log, ended=True)
 
-    def _finish(self, call_log: CallLog) -> None:
-        call_log.flush()
+    def _mark(self, call_log: CallLog, *, ended: bool) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            idle = not self._dirty  # no write is waiting: start one
+            self._dirty[call_log] = ended or self._dirty.get(call_log, False)
+        if idle:
+            try:
+                self._watch(self._writer.submit(self._write))
+            except RuntimeError:  # closed meanwhile: close() wrote what it could
+                log.warning("call %s: records after the call logs closed", call_log.call_id)
+
+    def _write(self) -> None:
+        """Let records gather, then write every log that has some (on the writer thread)."""
+        self._closing.wait(self._interval_s)
+        with self._lock:
+            dirty, self._dirty = self._dirty, {}
+        for call_log, ended in dirty.items():
+            call_log.flush()
+            if ended:
+                self._ended()
+
+    def _ended(self) -> None:
         self._ended_since_prune += 1
         if self._ended_since_prune >= max(1, self.options.keep // PRUNE_SHARE):
             self._ended_since_prune = 0
@@ -131,6 +161,7 @@ class CallLogs:
     def close(self) -> None:
         """Write what is pending and stop the writer thread (blocks: call it off the loop)."""
         self._closed = True
+        self._closing.set()
         self._writer.shutdown(wait=True)
 
     @staticmethod
@@ -204,8 +235,15 @@ class CallLog:
         if not lines:
             return
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            with self._path.open("ab") as file:
-                file.write(b"".join(lines))
+            self._append_to_file(b"".join(lines))
         except OSError as error:
             log.warning("call %s: cannot write its call log: %s", self.call_id, error)
+
+    def _append_to_file(self, data: bytes) -> None:
+        try:
+            file = self._path.open("ab")
+        except FileNotFoundError:  # the directory is made (or made again) when first needed
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            file = self._path.open("ab")
+        with file:
+            file.write(data)
