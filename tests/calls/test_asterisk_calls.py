@@ -137,7 +137,8 @@ async def test_a_false_alarm_pauses_asterisk_and_continues_it_exactly(tmp_path: 
         assert await drive(asterisk_url(world), caller, speed=4.0, max_ms=30_000) == 1000
     timeline = timeline_of(world, CHANNEL_ID)
     events = [r["event"] for r in timeline]
-    assert "playout_paused" in events
+    paused = first(timeline, "playout_paused")
+    assert (paused["held"], paused["flushed"]) == (True, False)  # paused, its queue kept
     assert "playout_resumed" in events
     assert "interruption" not in events
     assert caller.clears == []  # no FLUSH_MEDIA

@@ -147,13 +147,19 @@ def bot_sentences(records: Sequence[Record]) -> list[Span]:
 
 
 def flush_times(records: Sequence[Record]) -> list[int]:
-    """When the provider was flushed: at detection (``playout_paused`` with ``flushed``, the
-    moment the caller stops hearing the bot, design §5) and at confirmation (``flush_sent``)."""
+    """When the provider was flushed or paused: at detection (``playout_paused`` with
+    ``flushed`` or ``held``, the moment the caller stops hearing the bot, design §5) and at
+    confirmation (``flush_sent``)."""
     return [
         int(r["t_ms"])
         for r in records
-        if r["event"] == "flush_sent" or (r["event"] == "playout_paused" and r.get("flushed"))
+        if r["event"] == "flush_sent" or (r["event"] == "playout_paused" and _stopped_at_caller(r))
     ]
+
+
+def _stopped_at_caller(record: Record) -> bool:
+    """Whether a ``playout_paused`` stopped the provider too (cleared, or paused by Asterisk)."""
+    return bool(record.get("flushed") or record.get("held"))
 
 
 def _turn_sentences(
@@ -242,8 +248,9 @@ def _bargeins(records: Sequence[Record]) -> list[Span]:
         match record["event"]:
             case "playout_paused":
                 paused = int(record["t_ms"])
-                if record.get("flushed"):  # the caller stops hearing the bot here (design §5)
-                    spans.append(Span(paused, paused, "flush", "", "paused and flushed"))
+                if _stopped_at_caller(record):  # the caller stops hearing the bot (design §5)
+                    how = "flushed" if record.get("flushed") else "held at the provider"
+                    spans.append(Span(paused, paused, "flush", "", f"paused and {how}"))
             case "playout_resumed" if paused is not None:
                 resumed = int(record["t_ms"])
                 spans.append(Span(paused, resumed, "false-bargein", "resumed", "not a barge-in"))

@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 
-from voicegate.codecs import Capabilities, Codec, Command, PlayAudio, PublishEvent
+from voicegate.codecs import (
+    Capabilities,
+    Codec,
+    Command,
+    PausePlayback,
+    PlayAudio,
+    PublishEvent,
+)
 from voicegate.engine.seam import Say
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
@@ -137,13 +144,20 @@ class Playback:
         await self._on_news(news)
 
     async def pause(self, flush: bool) -> None:
-        """Stop the bot at the caller: clear the provider too when the policy says so."""
+        """Stop the bot at the caller: clear the provider too when the policy says so.
+
+        A provider that can pause (Asterisk ``PAUSE_MEDIA``) is paused instead of cleared: it
+        keeps its queue, so the timeline says ``held``, not ``flushed``.
+        """
+        commands: list[Command] = []
         if not flush:
             self._playout.pause()
         else:
-            await self._sender.send_all(self._playout.cut(self._clock.now_ms))
-            self._tracker.flushed(self._clock.now_ms)
-        self._clock.emit("playout_paused", flushed=flush)
+            commands = self._playout.cut(self._clock.now_ms)
+            await self._sender.send_all(commands)
+            self._tracker.flushed(self._clock.now_ms)  # the caller hears no more bot audio
+        held = any(isinstance(command, PausePlayback) for command in commands)
+        self._clock.emit("playout_paused", flushed=flush and not held, held=held)
 
     async def resume(self) -> None:
         """Play on from the first unheard sample (a false interruption)."""
