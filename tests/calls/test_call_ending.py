@@ -169,3 +169,5 @@ async def test_a_transfer_over_freeswitch_asks_the_dialplan_to_transfer(tmp_path
     assert (ending["action"], ending["transfer_to"]) == ("transfer", "+15550100")
     marks = [r for r in timeline if r["event"] == "mark_played"]
     assert ending["t_ms"] >= marks[-1]["t_ms"]
+    ended = first(timeline, "call_ended_by_agent")
+    assert (ended["action"], ended["via"]) == ("transfer", '{"type":"transfer"}')

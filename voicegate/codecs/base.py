@@ -48,6 +48,7 @@ class Capabilities:
     inbound_formats: tuple[AudioFormat, ...]  # what CallStarted.audio_format may be
     outbound_format: AudioFormat  # the format PlayAudio payloads must already be in
     outbound_frames: FrameLimits
+    transfer_verb: str | None = None  # None: a transfer goes out as the hangup verb
 
 
 class CallPhase(enum.Enum):

@@ -53,6 +53,10 @@ DEFAULT_CHUNK_MS = 200
 CHUNK_MS_RANGE = (20, 1000)
 
 
+#: The verb of a transfer, for the timeline (its ``data`` carries the destination).
+TRANSFER = '{"type":"transfer"}'
+
+
 def freeswitch_format(sample_rate: int) -> AudioFormat:
     """L16 at a fork rate this gateway takes."""
     if sample_rate not in SAMPLE_RATES:
@@ -82,6 +86,7 @@ def freeswitch_capabilities(audio_format: AudioFormat, chunk_ms: int) -> Capabil
         # call-second of speech is 1000/chunk_ms files. An utterance's last chunk is shorter;
         # a file of any whole number of samples plays, so send() checks only for that.
         outbound_frames=FrameLimits(min_bytes=audio_format.bytes_for_ms(chunk_ms), multiple_of=2),
+        transfer_verb=TRANSFER,  # the README's `transfer`, for the dialplan's hook (_ending)
     )
 
 

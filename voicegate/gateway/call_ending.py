@@ -55,7 +55,8 @@ async def hang_up(
     action = "transfer" if transfer_to else "hangup"
     emit("call_ending", action=action, transfer_to=transfer_to)
     capabilities = codec.capabilities
-    via = capabilities.hangup_verb or "socket"
+    verb = (capabilities.transfer_verb if transfer_to else None) or capabilities.hangup_verb
+    via = verb or "socket"
     if control is not None and started is not None:
         try:
             if await control.end(capabilities.dialect, started, transfer_to):
