@@ -166,11 +166,14 @@ async def call_twilio(
     tail_ms: int = 3000,
     speed: float = 1.0,
     call_sid: str = "CA00000000000000000000000000000042",
+    channel: int | None = None,
 ) -> int | None:
     """Call ``url`` (a gateway's ``ws://.../twilio``) as Twilio would, playing ``recording``
     (a WAV file, any rate) ``at_ms`` into the call and hanging up ``tail_ms`` after it; the
-    WebSocket close code. ``speed`` > 1 needs ``limits.media_max_speed`` at least as high."""
-    audio = read_wav(recording)
+    WebSocket close code. ``speed`` > 1 needs ``limits.media_max_speed`` at least as high.
+    ``channel`` (1-based) plays one channel of a multi-channel file, e.g. the caller's side
+    of a dual-channel call recording; None plays their mix."""
+    audio = read_wav(recording, channel)
     samples = convert(audio.samples, audio.sample_rate, TWILIO_RATE)
     script = CallerScript([Cue(samples, at_ms=at_ms)], TWILIO_RATE, tail_ms=tail_ms)
     caller = TwilioCaller(script, call_sid=call_sid)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import wave
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
+import numpy as np
 import pytest
 from aiohttp import web
 
 import voicegate
+from voicegate.audio.wav import read_wav
 from voicegate.cli.demo import DEMO_PROJECT, demo_root
 from voicegate.cli.init_command import init_project
 from voicegate.cli.main import build_parser, main
@@ -66,6 +69,43 @@ async def test_mounted_routes_serve_a_call_beside_the_apps_own(tmp_path: Path) -
         await runner.cleanup()
     assert [r["text"] for r in timeline if r["event"] == "say"] == ["You said check my balance."]
     assert gateway.calls.admission.value == "draining"  # the app's cleanup drained it
+
+
+async def test_call_twilio_plays_one_channel_of_a_dual_channel_recording(tmp_path: Path) -> None:
+    # A dual-channel call recording: the old agent's side (channel 1) is silent here, the
+    # caller's side (channel 2) asks for the balance. Only channel 2 is speech to the bot.
+    caller_side = read_wav(WAV).samples
+    stereo = np.stack([np.zeros_like(caller_side), caller_side], axis=1)
+    recording = tmp_path / "dual.wav"
+    with wave.open(str(recording), "wb") as writer:
+        writer.setnchannels(2)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(stereo.astype("<i2").tobytes())
+
+    async def reply(text: str, call: voicegate.Conversation) -> str:
+        return f"You said {text}."
+
+    app = web.Application()
+    gateway = voicegate.mount(app, fast(voicegate.load_settings(), tmp_path), engine=reply)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"ws://127.0.0.1:{runner.addresses[0][1]}/twilio"
+    said: dict[int, list[str]] = {}
+    try:
+        for channel in (1, 2):
+            sid = f"CA{channel:032d}"
+            code = await voicegate.call_twilio(
+                url, recording, speed=3.0, call_sid=sid, channel=channel
+            )
+            assert code == 1000
+            timeline = await voicegate.call_timeline(gateway, sid)
+            said[channel] = [r["text"] for r in timeline if r["event"] == "say"]
+    finally:
+        await runner.cleanup()
+    assert said == {1: [], 2: ["You said check my balance."]}
 
 
 async def test_a_reply_function_is_cancelled_at_its_await_and_failures_end_the_turn() -> None:
