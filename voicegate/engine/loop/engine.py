@@ -19,6 +19,7 @@ from voicegate.engine.loop.persistence import (
 from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.speculation import speculative_turn
 from voicegate.engine.loop.stream import DEFAULT_UNWIND_GRACE, TurnBody, TurnStream
+from voicegate.engine.memory.render import mask_pii_in_text
 from voicegate.engine.memory.state import MemoryState
 from voicegate.engine.memory.store import MemoryStore
 from voicegate.engine.project.model import Project
@@ -127,7 +128,8 @@ class ProjectEngine:
         if turn_id not in session.turn_ids:
             raise EngineError(f"call {call_id!r} has no turn {turn_id!r}")
         if heard_text.strip():
-            session.history.append(BotUttered(turn_id, heard_text.strip(), interrupted))
+            text = mask_pii_in_text(heard_text.strip(), session.memory)
+            session.history.append(BotUttered(turn_id, text, interrupted))
             if (checkpoint := self._checkpoints.get(call_id)) is not None:
                 checkpoint.save()
 

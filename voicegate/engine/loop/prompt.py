@@ -45,7 +45,7 @@ from voicegate.engine.loop.framework.offer import (
 from voicegate.engine.loop.toolbox import collect_entries, constraint, is_container
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.memory.fields import PROJECT, Visibility
-from voicegate.engine.memory.render import project_memory_lines, render_value
+from voicegate.engine.memory.render import mask_pii_in_text, project_memory_lines, render_value
 from voicegate.engine.memory.schema import FieldRef
 from voicegate.engine.project.model import Skill
 from voicegate.engine.project.step_model import (
@@ -305,5 +305,6 @@ def _pending(turn: Turn) -> str:
 def _said(turn: Turn) -> str:
     if not turn.said:
         return ""
-    lines = "\n".join(f'- "{text}"' for text in turn.said)
+    memory = turn.session.memory
+    lines = "\n".join(f'- "{mask_pii_in_text(text, memory)}"' for text in turn.said)
     return f"### Already said to the user this turn (do not repeat)\n{lines}"

@@ -14,6 +14,8 @@ from voicegate.engine.memory.state import MemoryState
 
 PII_MASK = "[set]"
 PROMPT_VALUE_LIMIT = 100
+#: Shorter PII values are not looked for in text: "1" or "no" would mask unrelated words.
+MIN_MASKED_CHARS = 3
 
 
 def render_value(value: Any, declared: MemoryField | None) -> str:
@@ -40,3 +42,21 @@ def project_memory_lines(state: MemoryState) -> list[str]:
         if ref.namespace == "project":
             lines.append(f"{ref.qualified}: {render_value(value, state.schema.field(ref))}")
     return lines
+
+
+def mask_pii_in_text(text: str, state: MemoryState) -> str:
+    """``text`` with every set PII value in it replaced by ``[set]``.
+
+    Contract §4.6: a PII value is never placed in a prompt. A response that speaks one
+    (``{member_email}``) puts it into what the bot said, which the prompt ("Already said")
+    and the model's history (what the caller heard) carry on: both pass through here.
+    """
+    for ref, value in state.set_values().items():
+        declared = state.schema.field(ref)
+        if declared is None or not declared.pii or isinstance(value, bool):
+            continue
+        if isinstance(value, str | int | float):
+            shown = value if isinstance(value, str) else json.dumps(value)
+            if len(shown.strip()) >= MIN_MASKED_CHARS:
+                text = text.replace(shown.strip(), PII_MASK)
+    return text
