@@ -95,3 +95,32 @@ def test_bad_project_memory_names_file_and_line(text: str, message: str, line: i
 def test_bad_skill_memory_is_refused(text: str, message: str) -> None:
     with pytest.raises(ProjectError, match=message):
         parse_skill_memory("cards", parse_yaml(text, "m.yml"), "m.yml")
+
+
+def test_an_initial_value_is_coerced_to_the_declared_type_as_set_fields_coerces() -> None:
+    # Written as strings (quoted YAML), as authors do: stored as the declared type, so that
+    # conditions read False and 0, not a truthy "false" and an incomparable "0".
+    fields = parse_project(
+        """
+retries: {type: int, initial_value: "0"}
+ok: {type: bool, initial_value: "false"}
+ratio: {type: float, initial_value: 1}
+tier: {type: categorical, enum_values: [gold, silver], initial_value: Gold}
+"""
+    )
+    values = {name: field.initial_value for name, field in fields.items()}
+    assert values == {"retries": 0, "ok": False, "ratio": 1.0, "tier": "gold"}
+    assert type(values["ratio"]) is float
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('a: {type: int, initial_value: "abc"}', "initial_value 'abc' does not fit: 'int' field"),
+        ("b: {type: categorical, enum_values: [x, y], initial_value: z}", "'z' is not one of"),
+        ("c: {type: bool, initial_value: maybe}", "'bool' field cannot hold a str value"),
+    ],
+)
+def test_an_initial_value_that_does_not_fit_is_a_validation_error(text: str, message: str) -> None:
+    with pytest.raises(ProjectError, match=re.escape(message)):
+        parse_project(text)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from voicegate.engine.memory.coercion import converted
 from voicegate.engine.memory.fields import FieldType, MemoryField, SkillMemory, Visibility
 from voicegate.engine.yamlfile import line_of
 from voicegate.errors import ProjectError
@@ -115,8 +116,26 @@ def _field(name: Any, spec: Any, path: str, visibility: Visibility) -> MemoryFie
         anonymization=spec.get("anonymization"),
         visibility=visibility,
     )
-    # ``initial_value: 0`` on a float field is 0.0, as any write would store it (issue 17).
-    return replace(declared, initial_value=declared.normalized(declared.initial_value))
+    return replace(declared, initial_value=_initial_value(declared, path, line))
+
+
+def _initial_value(declared: MemoryField, path: str, line: int | None) -> Any:
+    """The declared ``initial_value`` as the field's type, or a validation error.
+
+    Coerced as ``set_fields`` coerces (docs/contract-decisions.md #7): ``"0"`` in an ``int``
+    field is 0, ``"false"`` in a ``bool`` field is False, and ``initial_value: 0`` on a
+    ``float`` field is 0.0 (issue 17). Stored as written, a string "false" was truthy in
+    conditions and "0" failed every comparison.
+    """
+    if declared.initial_value is None:
+        return None
+    value = declared.normalized(converted(declared, declared.initial_value))
+    problem = declared.value_problem(value)
+    if problem is not None:
+        raw = declared.initial_value
+        message = f"entry {declared.name!r}: initial_value {raw!r} does not fit: {problem}"
+        raise ProjectError(message, path=path, line=line)
+    return value
 
 
 def _field_type(name: str, raw: Any, path: str, line: int | None) -> FieldType:

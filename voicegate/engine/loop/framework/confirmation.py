@@ -22,10 +22,10 @@ from typing import Any
 
 from voicegate.engine.llm.port import ToolCall
 from voicegate.engine.loop.calls import run_tool
-from voicegate.engine.loop.framework.fields import coerce_bool
 from voicegate.engine.loop.responses import deliver
 from voicegate.engine.loop.toolbox import callable_tool, constraint
 from voicegate.engine.loop.turn import Turn
+from voicegate.engine.memory.coercion import coerce_bool
 
 
 async def resolve_tool_confirmation(turn: Turn, arguments: Mapping[str, Any]) -> Any:

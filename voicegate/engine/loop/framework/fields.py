@@ -18,12 +18,10 @@ from typing import Any
 from voicegate.engine.loop.framework_calls import PostWriteHooks
 from voicegate.engine.loop.toolbox import settable_fields
 from voicegate.engine.loop.turn import Turn
-from voicegate.engine.memory.fields import FieldType, MemoryField
+from voicegate.engine.memory.coercion import coerce
 from voicegate.engine.memory.schema import FieldRef
 
 NOT_ELIGIBLE = "set_fields.not_eligible"
-_TRUE = frozenset({"true", "yes", "y", "1"})
-_FALSE = frozenset({"false", "no", "n", "0"})
 
 
 async def set_fields(turn: Turn, arguments: Mapping[str, Any]) -> Any:
@@ -80,60 +78,3 @@ async def _write(turn: Turn, name: str, raw: Any) -> str | None:
 def _ref(turn: Turn, name: str) -> FieldRef | None:
     frame = turn.dialogue.active
     return None if frame is None else FieldRef(frame.skill_id, name.rsplit(".", 1)[-1])
-
-
-def coerce(declared: MemoryField, raw: Any) -> tuple[Any, str | None]:
-    """``raw`` as a value of the field's type, or the reason it is not one."""
-    value = _convert(declared, raw)
-    problem = declared.value_problem(value)
-    if problem is not None:
-        return raw, f"{declared.name}: {problem}"
-    return value, None
-
-
-def _convert(declared: MemoryField, raw: Any) -> Any:
-    kind = declared.type
-    if isinstance(raw, str):
-        text = raw.strip()
-        if kind is FieldType.INT and _is_integer(text):
-            return int(text)
-        if kind is FieldType.FLOAT and _is_number(text):
-            return float(text)
-        if kind is FieldType.BOOL and text.lower() in _TRUE | _FALSE:
-            return text.lower() in _TRUE
-        if kind is FieldType.CATEGORICAL:
-            return _enum_member(declared, text)
-        return text
-    if kind is FieldType.TEXT and isinstance(raw, int | float) and not isinstance(raw, bool):
-        return str(raw)
-    if kind is FieldType.INT and isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    return raw
-
-
-def _enum_member(declared: MemoryField, text: str) -> Any:
-    for option in declared.enum_values:
-        if str(option).lower() == text.lower():
-            return option
-    return text
-
-
-def _is_integer(text: str) -> bool:
-    return text.lstrip("+-").isdigit()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def coerce_bool(raw: Any) -> bool | None:
-    """A yes/no answer as a bool (``true``, ``"yes"``, ``"no"``, ...), None when unclear."""
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
-        return raw.strip().lower() in _TRUE
-    return None
