@@ -146,6 +146,15 @@ def test_the_entry_block_of_a_blocks_only_skill(
     ("body", "code"),
     [
         (":::ordered_block\nsteps:\n  - id: END\n:::\n", "skill.markdown.invalid_ordered_block"),
+        # Near-miss openers (other markdown directives allow them) would silently be prose.
+        (
+            "::: ordered_block id=main\nsteps:\n  - id: END\n:::\n",
+            "skill.markdown.invalid_ordered_block",
+        ),
+        (
+            ":::ordered-block id=main\nsteps:\n  - id: END\n:::\n",
+            "skill.markdown.invalid_ordered_block",
+        ),
         (
             ":::ordered_block id=main color=red\nsteps:\n  - id: END\n:::\n",
             "skill.markdown.invalid_ordered_block",
@@ -279,3 +288,11 @@ def test_end_and_link_steps(tmp_path: Path) -> None:
     body = block("  - id: a\n    link: other\n  - id: END\n")
     steps = load_project(project_with(tmp_path, body)).skills["cards"].body.blocks["main"].steps
     assert steps == (LinkStep("a", "other", 7), EndStep("END", 9))
+
+
+def test_a_numeric_step_id_is_explained(tmp_path: Path) -> None:
+    # YAML reads `id: 1` as a number; the contract's step ids are text (§6.3).
+    root = project_with(tmp_path, block("  - id: 1\n    action: utter_hello\n"))
+    assert [problem.message for problem in inspect_project(root).problems] == [
+        "block 'main': step id 1 is a number; step ids are text: quote it ('1')"
+    ]

@@ -31,6 +31,9 @@ from voicegate.engine.project.steps import parse_steps
 from voicegate.engine.yamlfile import parse_yaml
 
 _OPENER = re.compile(r"^:::ordered_block(?:\s+(?P<attributes>.*?))?\s*$")
+#: An opener spelled the way other markdown directives allow (``::: ordered_block``,
+#: ``:::ordered-block``): reported, since the block would otherwise become prose silently.
+_NEAR_OPENER = re.compile(r"^\s*:::\s*ordered[\s_-]?block\b", re.IGNORECASE)
 _CLOSER = re.compile(r"^:::\s*$")
 _BLOCK_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 _IGNORED_KEYS = frozenset({"name", "description"})
@@ -61,6 +64,14 @@ def split_fences(
         number, text = lines[index]
         opener = _OPENER.match(text)
         if opener is None:
+            if _NEAR_OPENER.match(text):
+                problems.add(
+                    codes.ORDERED_BLOCK_INVALID,
+                    "an ordered block opens with ':::ordered_block id=<block_id>' at the start "
+                    f"of the line, no space after ':::'; got {text.strip()!r}",
+                    path,
+                    number,
+                )
             prose.append((number, text))
             index += 1
             continue

@@ -88,6 +88,15 @@ def parse_steps(raw: list[Any], block_id: str, path: str, problems: Problems) ->
     return tuple(steps)
 
 
+def _id_problem(step_id: Any) -> str:
+    """What is wrong with a step's ``id`` (contract §6.3: a string)."""
+    if step_id is None:
+        return "every step needs an 'id'"
+    if isinstance(step_id, int | float) and not isinstance(step_id, bool):
+        return f"step id {step_id!r} is a number; step ids are text: quote it ('{step_id}')"
+    return f"step id {step_id!r} must be text"
+
+
 def _step(item: Any, site: _Site) -> Step | None:
     if not isinstance(item, Mapping):
         site.report(
@@ -96,7 +105,7 @@ def _step(item: Any, site: _Site) -> Step | None:
         return None
     step_id = item.get("id")
     if not is_text(step_id):
-        site.report(codes.STEP_INVALID, "every step needs an 'id'")
+        site.report(codes.STEP_INVALID, _id_problem(step_id))
         return None
     kinds = [key for key in KIND_KEYS if key in item]
     if step_id == END:
