@@ -23,12 +23,16 @@ def test_memory_calls_are_found_with_literal_names() -> None:
         "    context.memory.get('b')\n"
         "    self.context.memory.clear()\n"
         "    memory.set('not on a context', 3)\n"
+        "    context.memory.set(name='c', value=4)\n"
+        "    context.memory.set(value=5, name='d')\n"
     )
     assert memory_calls(source, "t.py") == [
         MemoryCall("set", "a", 2),
         MemoryCall("set", None, 3),
         MemoryCall("get", "b", 4),
         MemoryCall("clear", None, 5),
+        MemoryCall("set", "c", 7),
+        MemoryCall("set", "d", 8),
     ]
 
 

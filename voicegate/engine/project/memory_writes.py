@@ -57,7 +57,9 @@ def _calls(tree: ast.AST) -> Iterator[MemoryCall]:
         owner = node.func.value
         if not (isinstance(owner, ast.Attribute) and owner.attr == "memory"):
             continue
-        first = node.args[0] if node.args else None
+        # The name is the first argument, or ``name=`` (ToolContext memory's ``set(name, value)``).
+        named = [keyword.value for keyword in node.keywords if keyword.arg == "name"]
+        first = node.args[0] if node.args else (named[0] if named else None)
         literal = (
             first.value
             if isinstance(first, ast.Constant) and isinstance(first.value, str)
