@@ -7,13 +7,17 @@ own pace and interrupts the bot when the caller talks over it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+from websockets.asyncio.client import connect
+
 from tests.calls.call_kit import CallWorld, cue, gateway_for, script_of
 from tests.calls.test_bargein_calls import BALANCE, INTERRUPTION, first
 from tests.calls.test_call_ending import GOODBYE
+from tests.calls.test_ingress_attacks import closed
 from voicegate.callers.conversationrelay import DEFAULT_CALL_SID, ConversationRelayCaller
 from voicegate.callers.driver import drive
 from voicegate.callers.script import Cue
@@ -92,3 +96,26 @@ async def test_the_agent_ends_the_session_with_handoff_data(tmp_path: Path) -> N
     timeline = records(world)
     ended = first(timeline, "call_ended_by_agent")
     assert (ended["action"], ended["via"]) == ("transfer", "end")
+
+
+async def test_a_burst_of_prompts_is_closed_and_the_queued_turns_never_run(
+    tmp_path: Path,
+) -> None:
+    """Each prompt waits for the turn before it: a burst is bounded, and nothing outlives it."""
+    caller = ConversationRelayCaller(script_of(cue(BALANCE, at_ms=300)))
+    prompt = {"type": "prompt", "voicePrompt": "check my balance", "lang": "en-US", "last": True}
+    async with gateway_for(tmp_path, []) as world:
+        async with connect(relay_url(world)) as socket:
+            for message in caller.opening():
+                await socket.send(message)
+            for _ in range(50):
+                await socket.send(json.dumps(prompt))
+            code, reason = await closed(socket)
+        assert (code, reason) == (1008, "more than 8 prompts wait for the bot to answer the first")
+        for _ in range(500):  # the call, and every turn queued behind it, is gone at once
+            if not world.gateway.calls.active:
+                break
+            await asyncio.sleep(0.01)
+        assert not world.gateway.calls.active
+    started = [r for r in records(world) if r["event"] == "turn_started"]
+    assert len(started) <= 1  # the running turn at most; the queued ones were cancelled

@@ -233,7 +233,9 @@ async def test_peer_chosen_marks_cannot_grow_the_timeline_without_bound(tmp_path
             await socket.send(json.dumps({"event": "stop", "streamSid": ATTACK_STREAM}))
             return await closed(socket)
 
-    limits = replace_limits(timeline_max_records=200, timeline_max_chars=100)
+    limits = replace_limits(
+        timeline_max_records=200, timeline_max_chars=100, control_messages_burst=1000
+    )
     async with gateway_for(tmp_path, ["check my balance"], limits=limits) as world:
         assert await beside_a_healthy_call(world, marks()) == (1000, "call ended")
     timeline = world.runner.timeline(ATTACK_SID)
@@ -286,3 +288,28 @@ async def test_a_known_callsid_without_a_valid_token_opens_no_memory(tmp_path: P
         assert refused_timeline is not None
         assert refused_timeline.named("call_refused")
         assert not refused_timeline.named("call_started")
+
+
+async def test_a_flood_of_messages_without_audio_is_closed_while_a_healthy_call_completes(
+    tmp_path: Path,
+) -> None:
+    """DTMF, marks and unknown events have no media clock: a token bucket closes a flood."""
+
+    async def flood(event: dict[str, Any]) -> Close:
+        async with connect(world.url) as socket:
+            await socket.send(start_message())
+            for _ in range(5000):  # as fast as possible: no provider sends like this
+                try:
+                    await socket.send(json.dumps({**event, "streamSid": ATTACK_STREAM}))
+                except ConnectionClosed:
+                    break
+            return await closed(socket)
+
+    dtmf = {"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "5"}}
+    unknown = {"event": "no-such-event"}
+    async with gateway_for(tmp_path, ["check my balance"]) as world:
+        for event in (dtmf, unknown):
+            code, reason = await beside_a_healthy_call(world, flood(event))
+            assert code == 1008, event
+            assert reason is not None
+            assert reason.startswith("more than 200 messages without audio at once"), reason

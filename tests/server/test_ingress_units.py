@@ -14,7 +14,7 @@ from voicegate.gateway.auth import (
     stream_token_problem,
 )
 from voicegate.gateway.limits import Limits
-from voicegate.gateway.pacing import InboundPacer
+from voicegate.gateway.pacing import ControlPacer, InboundPacer
 from voicegate.gateway.ratelimit import MAX_ADDRESSES, RateLimiter, SocketCounter
 from voicegate.gateway.timeline import Timeline
 from voicegate.gateway.twiml import signature_valid
@@ -50,6 +50,23 @@ def flood(pacer: InboundPacer) -> None:
     """Send 20 ms frames without the clock moving (bounded)."""
     for _ in range(1000):
         pacer.admit(20)
+
+
+def test_messages_without_audio_get_a_burst_then_a_rate_then_the_call_is_closed() -> None:
+    clock = FakeClock()
+    pacer = ControlPacer(Limits(control_messages_per_s=10, control_messages_burst=5), clock)
+    for _ in range(5):
+        pacer.admit()  # the burst
+    clock.now += 0.25  # 2.5 messages' worth of refill
+    pacer.admit()
+    pacer.admit()
+    with pytest.raises(PolicyViolationError, match=r"limits\.control_messages_per_s"):
+        pacer.admit()
+    start = clock.now
+    for second in range(1, 21):  # ten a second, steadily, is fine
+        for tenth in range(10):
+            clock.now = start + second + tenth / 10
+            pacer.admit()
 
 
 def test_a_bucket_per_address_refills_with_time_and_the_table_is_bounded() -> None:

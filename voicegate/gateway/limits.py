@@ -43,6 +43,11 @@ class Limits:
     media_burst_ms: int = 2000
     # A call whose dropped audio exceeds this many ms is closed (1008): it floods on purpose.
     media_flood_ms: int = 10000
+    # Messages that carry no audio (marks, DTMF, events, unknown types, ConversationRelay
+    # prompts) per second of one call, times media_max_speed ...
+    control_messages_per_s: float = 100.0
+    # ... and at once; beyond, the call is closed (1008). Providers send a few a second.
+    control_messages_burst: int = 200
     # New requests (webhooks, upgrades, pages) per second from one client address ...
     requests_per_ip_per_s: float = 20.0
     # ... and at once; beyond, 429 with a reason. Twilio calls come from few addresses.

@@ -6,6 +6,11 @@ flood costs only the parse; once more than ``media_flood_ms`` has been dropped t
 clearly abusive and its call ends with 1008. Honest providers send 20 ms every 20 ms
 (providers.md §b.1), so they never reach the bucket's edge; a network stall followed by a
 catch-up burst is what ``media_burst_ms`` absorbs.
+
+Messages that carry no audio (marks, DTMF, provider events, types the codec ignores,
+ConversationRelay prompts) cost the gateway more than audio (a DTMF is a barge-in and a
+``clear``; a prompt is an engine turn) and have no media clock to pace them: a token bucket
+(:class:`ControlPacer`) closes a call that sends them faster than any provider does.
 """
 
 from __future__ import annotations
@@ -46,3 +51,26 @@ class InboundPacer:
                 f"{limits.media_flood_ms} ms dropped (limits.media_flood_ms)"
             )
         return False
+
+
+class ControlPacer:
+    """A token bucket on one call's messages without audio; an empty bucket ends the call."""
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self._rate = limits.control_messages_per_s * limits.media_max_speed
+        self._burst = float(limits.control_messages_burst)
+        self._clock = clock
+        self._tokens = self._burst
+        self._last = clock()
+
+    def admit(self) -> None:
+        """Count one message; raises once the peer sends them faster than the limits allow."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        if self._tokens < 1.0:
+            raise PolicyViolationError(
+                f"more than {self._burst:g} messages without audio at once, or over "
+                f"{self._rate:g} a second (limits.control_messages_per_s)"
+            )
+        self._tokens -= 1.0

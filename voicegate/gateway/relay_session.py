@@ -41,8 +41,9 @@ from voicegate.engine.seam import (
 )
 from voicegate.engine.seam import Dtmf as DtmfInput
 from voicegate.engine.seam import Transcript as TranscriptInput
-from voicegate.errors import LocalProtocolError, RemoteProtocolError
+from voicegate.errors import LocalProtocolError, PolicyViolationError, RemoteProtocolError
 from voicegate.gateway.call_ending import hang_up
+from voicegate.gateway.pacing import ControlPacer
 from voicegate.gateway.timeline import Timeline
 from voicegate.gateway.transport import CallGate, Transport, close_code_for
 from voicegate.gateway.watchdog import Watchdog
@@ -51,6 +52,10 @@ if TYPE_CHECKING:  # session.py imports this module to run ConversationRelay cal
     from voicegate.gateway.session import CallServices, SessionSettings
 
 log = logging.getLogger(__name__)
+
+
+#: Turns that may wait behind the running one (each prompt or DTMF starts one).
+MAX_QUEUED_TURNS = 8
 
 
 class RelaySession:
@@ -80,7 +85,9 @@ class RelaySession:
         self._call_id = ""
         self._engine_open = False
         self._tasks: asyncio.TaskGroup | None = None
-        self._turn: asyncio.Task[None] | None = None
+        self._turn: asyncio.Task[None] | None = None  # the latest turn (it runs after the others)
+        self._turns: list[asyncio.Task[None]] = []  # every turn not yet done, oldest first
+        self._control = ControlPacer(limits, asyncio.get_running_loop().time)
         self._turn_id = ""
         self._sent: list[str] = []  # the running (or last) turn's sentences sent as tokens
         self._unheard: tuple[str, str] | None = None  # (turn id, text) not yet reported heard
@@ -120,6 +127,7 @@ class RelaySession:
             async with watchdog.guard():
                 while (message := await self._transport.receive()) is not None:
                     watchdog.media()  # any message: a text call has no audio to count
+                    self._control.admit()  # every message here is text: prompts, DTMF, ...
                     for event in self._codec.receive(message):
                         if not await self._on_event(event, watchdog):
                             return
@@ -192,8 +200,17 @@ class RelaySession:
 
     def _start_turn(self, user: UserInput) -> None:
         assert self._tasks is not None
+        self._turns = [turn for turn in self._turns if not turn.done()]
+        if len(self._turns) > MAX_QUEUED_TURNS:
+            # Each prompt waits for the turn before it; a caller cannot say this many
+            # sentences while the bot answers one, and an unbounded queue kept a worker busy
+            # long after the peer hung up.
+            raise PolicyViolationError(
+                f"more than {MAX_QUEUED_TURNS} prompts wait for the bot to answer the first"
+            )
         previous = self._turn
         self._turn = self._tasks.create_task(self._run_turn(user, previous))
+        self._turns.append(self._turn)
 
     async def _run_turn(self, user: UserInput, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
@@ -268,12 +285,14 @@ class RelaySession:
         )
 
     async def _shutdown(self) -> None:
-        """Stop the turn; a finished reply counts as heard, one cut short as not heard."""
+        """Stop the turns; a finished reply counts as heard, one cut short as not heard."""
         running = self._turn is not None and not self._turn.done()
-        if self._turn is not None and running:
-            self._turn.cancel()
+        pending = [turn for turn in self._turns if not turn.done()]
+        for turn in pending:  # the queued ones too: nobody is left to answer
+            turn.cancel()
+        if pending:
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait([self._turn])
+                await asyncio.wait(pending)
         if self._unheard is not None and self._engine_open:
             await self._report_heard(self._unheard[1], interrupted=running)
         if self._call_id:

@@ -31,7 +31,7 @@ from voicegate.codecs import Event as CodecEvent
 from voicegate.engine.seam import SESSION_START_INPUT, CallInfo, speaks_first
 from voicegate.errors import LocalProtocolError, RemoteProtocolError, StoreError
 from voicegate.gateway import bargein
-from voicegate.gateway.pacing import InboundPacer
+from voicegate.gateway.pacing import ControlPacer, InboundPacer
 from voicegate.gateway.session.clock import CallClock
 from voicegate.gateway.session.outbound import Sender
 from voicegate.gateway.session.settings import CallServices, SessionSettings
@@ -82,6 +82,7 @@ class CallSession:
         )
         self._sender = Sender(codec, transport, self._unpublished)
         self._pacer = InboundPacer(limits, asyncio.get_running_loop().time)
+        self._control = ControlPacer(limits, asyncio.get_running_loop().time)
         self._engine_open = False
         self._leased = ""
         self._clock = CallClock(self.timeline)
@@ -131,7 +132,10 @@ class CallSession:
     async def _receive_until_done(self, watchdog: Watchdog) -> None:
         handled = 0
         while (message := await self._transport.receive()) is not None:
-            for event in self._codec.receive(message):
+            events = self._codec.receive(message)
+            if not events:  # an event the call ignores (Twilio `connected`, unknown types)
+                self._control.admit()
+            for event in events:
                 if not await self._on_codec_event(event, watchdog):
                     return
             handled += 1
@@ -157,13 +161,16 @@ class CallSession:
                     assert self._parts is not None
                     await self._parts.inbound.audio(payload)
             case DtmfReceived(digit=digit):
+                self._control.admit()
                 self._clock.emit("dtmf", digit=digit)
                 assert self._parts is not None
                 await self._parts.reactions.apply(bargein.Dtmf(self._clock.now_ms, digit))
             case MarkReached(name=name):
+                self._control.admit()
                 assert self._parts is not None
                 await self._parts.playback.mark_reached(name)
             case ProtocolReply(messages=messages):
+                self._control.admit()
                 for message in messages:  # e.g. Genesys pong/closed: the protocol wants them now
                     await self._transport.send(message)
             case CallEnded(reason=reason):
