@@ -122,6 +122,33 @@ def test_text_format_redacts_and_shows_ids() -> None:
     assert "w1 voicegate.x: [browser-1 B1] token [redacted]" in line
 
 
+def test_peer_text_cannot_forge_lines_in_the_text_format() -> None:
+    # A provider's error description and a CallSid are peer text: a newline or an ANSI
+    # escape in them must not start a line of its own; a traceback keeps its lines.
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    forged = "bad\n2026-12-02 ERROR voicegate.gateway.calls: call crashed\x1b[2K"
+    try:
+        logs.configure(logs.LogOptions("info", "text", ()), stream=buffer)
+        with about_call(FakeCall("twilio-1", "CA1\nERROR forged")):
+            logging.getLogger("voicegate.x").warning("provider says: %s", forged)
+            try:
+                raise RuntimeError("boom")
+            except RuntimeError:
+                logging.getLogger("voicegate.x").exception("failed")
+    finally:
+        root.handlers[:], root.level = saved
+    first, second, *traceback = buffer.getvalue().splitlines()
+    assert first.endswith(
+        "voicegate.x: [twilio-1 CA1\\nERROR forged] provider says: bad\\n2026-12-02 ERROR "
+        "voicegate.gateway.calls: call crashed\\x1b[2K"
+    )
+    assert second.endswith("failed")
+    assert traceback[0] == "Traceback (most recent call last):"
+    assert traceback[-1] == "RuntimeError: boom"
+
+
 def test_chatty_libraries_are_quiet_by_default(output: io.StringIO) -> None:
     logging.getLogger("faster_whisper").info("Processing segment at 00:00.000")
     logging.getLogger("aiohttp.access").info("GET /healthz 200")

@@ -115,11 +115,30 @@ class TextFormatter(logging.Formatter):
         """The line, with the call's ids before the message."""
         line = super().format(record)
         ids = [getattr(record, name, "") for name in ("call_id", "provider_call_id")]
-        shown = " ".join(i for i in ids if i)
+        shown = printable(" ".join(str(i) for i in ids if i))
         if shown:
             head = f"{record.name}: "
             line = line.replace(head, f"{head}[{shown}] ", 1)
         return redact(line, self._secrets)
+
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        """The message part, its control characters escaped: peer text (a provider's error
+        description, a CallSid) cannot start a forged line or move the terminal's cursor.
+        The traceback, appended after it, keeps its lines."""
+        message = record.message
+        record.message = printable(message)
+        try:
+            return super().formatMessage(record)
+        finally:
+            record.message = message
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (newline, ESC, ...) as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class JsonFormatter(logging.Formatter):
