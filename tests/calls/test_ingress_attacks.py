@@ -313,3 +313,22 @@ async def test_a_flood_of_messages_without_audio_is_closed_while_a_healthy_call_
             assert code == 1008, event
             assert reason is not None
             assert reason.startswith("more than 200 messages without audio at once"), reason
+
+
+async def test_one_address_cannot_hold_every_place_waiting_for_start(tmp_path: Path) -> None:
+    """Idle sockets from one address fill its own share of waiting places, not everyone's."""
+    other_sid = "CA00000000000000000000000000000777"
+    limits = replace_limits(waiting_for_start_per_ip=2)
+    async with (
+        gateway_for(tmp_path, [], limits=limits) as world,
+        connect(world.url) as first,
+        connect(world.url) as second,
+    ):
+        async with connect(world.url) as third:  # both places of 127.0.0.1 are taken
+            assert await closed(third) == (1013, "2 connections from this address await start")
+        await first.send(start_message())  # a started call no longer waits: a place is free
+        await live(world, ATTACK_SID)
+        async with connect(world.url) as fourth:
+            await fourth.send(start_message(call_sid=other_sid))
+            await live(world, other_sid)
+        assert second.close_code is None  # still waiting, never disturbed

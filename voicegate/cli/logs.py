@@ -121,7 +121,6 @@ class TextFormatter(logging.Formatter):
             line = line.replace(head, f"{head}[{shown}] ", 1)
         return redact(line, self._secrets)
 
-
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         """The message part, its control characters escaped: peer text (a provider's error
         description, a CallSid) cannot start a forged line or move the terminal's cursor.

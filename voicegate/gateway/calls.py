@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -74,6 +75,8 @@ class ActiveCall:
     task: asyncio.Task[None] | None = None
     # Set at the peer's `start`, when the call takes a slot (issue 15: not at the upgrade).
     provider_call_id: str | None = None
+    # The address the socket came from, counted while the call awaits its `start`.
+    client: str = ""
     # Until something decides otherwise, an unfinished call was cancelled from outside.
     close_code: int = CLOSE_GOING_AWAY
     close_reason: str = "call cancelled"
@@ -157,8 +160,13 @@ class CallRegistry:
         waiting: int | None = None,
         leases: CallLeases | None = None,
         load: LoadGuard | None = None,
+        waiting_per_client: int | None = None,
     ) -> None:
         self._gate = LocalCapacityGate(capacity) if isinstance(capacity, int) else capacity
+        # Sockets from one address awaiting `start`: one client cannot hold every waiting
+        # place (a hundred idle sockets refused every new call on every route).
+        self._waiting_per_client = waiting_per_client
+        self._waiting_by_client: Counter[str] = Counter()
         # The deployment's call registry (Redis): while unreachable, new calls are refused.
         self._leases = leases
         # This worker's media loop running behind: new calls are shed (gateway/overload.py).
@@ -215,19 +223,34 @@ class CallRegistry:
             await self._leases.check()
         return self.readiness()
 
-    def admit(self, call_id: str, dialect: str, transport: Transport) -> ActiveCall | Refusal:
+    def admit(
+        self, call_id: str, dialect: str, transport: Transport, client: str = ""
+    ) -> ActiveCall | Refusal:
         """Register a new connection, or say why not (checked and registered in one step)."""
         refusal = self.refusal()
         if refusal is not None:
             return refusal
         if len(self._calls) - len(self._live) >= self._waiting:
             return Refusal(CLOSE_TRY_AGAIN_LATER, f"{self._waiting} connections await start")
+        per_client = self._waiting_per_client
+        if client and per_client is not None and self._waiting_by_client[client] >= per_client:
+            reason = f"{per_client} connections from this address await start"
+            return Refusal(CLOSE_TRY_AGAIN_LATER, reason)
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
-        call = ActiveCall(call_id, dialect, transport)
+        call = ActiveCall(call_id, dialect, transport, client=client)
         self._calls[call_id] = call
+        if client:
+            self._waiting_by_client[client] += 1
         self._idle.clear()
         return call
+
+    def _started_waiting(self, call: ActiveCall) -> None:
+        """``call`` no longer awaits its `start` (it started, or it ended without one)."""
+        if call.client and self._waiting_by_client[call.client] > 0:
+            self._waiting_by_client[call.client] -= 1
+            if not self._waiting_by_client[call.client]:
+                del self._waiting_by_client[call.client]
 
     def start(self, call: ActiveCall, provider_call_id: str) -> Refusal | None:
         """Give ``call`` a place at its `start`, unless full or that provider call is live."""
@@ -241,11 +264,13 @@ class CallRegistry:
             return self._full()
         call.provider_call_id = provider_call_id
         self._live[provider_call_id] = call
+        self._started_waiting(call)
         return None
 
     def release(self, call: ActiveCall) -> None:
         """Forget a call whose handler has finished (and free its place if it had one)."""
-        self._calls.pop(call.call_id, None)
+        if self._calls.pop(call.call_id, None) is not None and call.provider_call_id is None:
+            self._started_waiting(call)  # it never started: its waiting place is free
         if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
             del self._live[call.provider_call_id]
             self._gate.release()

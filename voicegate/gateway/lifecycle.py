@@ -81,6 +81,7 @@ class Gateway:
             options.limits.max_waiting_for_start,
             leases,
             self.load,
+            waiting_per_client=options.limits.waiting_for_start_per_ip,
         )
         self.metrics = metrics
         logs = options.call_logs

@@ -29,8 +29,11 @@ class Limits:
     # An HTTP connection with no complete request for this long is closed (keep-alive idle,
     # silent sockets and half-sent headers alike).
     http_idle_timeout_s: float = 15.0
-    # Upgraded sockets waiting for their `start` at once (they hold no call slot).
+    # Upgraded sockets waiting for their `start` at once (they hold no call slot) ...
     max_waiting_for_start: int = 100
+    # ... and at most this many of them from one client address (a provider's socket sends
+    # its `start` within milliseconds, so few wait at once even at 50 call starts a second).
+    waiting_for_start_per_ip: int = 20
     # Largest WebSocket message accepted; bigger ones close the socket with 1009.
     max_frame_bytes: int = 1024 * 1024
     # Largest Twilio Media Streams message (a start with parameters is a few kB).

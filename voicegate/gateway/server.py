@@ -594,7 +594,7 @@ class _Routes:
         transport = WebSocketTransport(socket)
         call_id = self._call_ids(dialect)
         codec = codec_for(call_id)
-        admitted = self._calls.admit(call_id, dialect, transport)
+        admitted = self._calls.admit(call_id, dialect, transport, address(request))
         if isinstance(admitted, Refusal):
             log.info("call %s refused: %s", call_id, admitted.reason)
             await refuse(transport, codec, admitted)
