@@ -23,9 +23,11 @@ from tests.calls.call_kit import (
     CallWorld,
     cue,
     gateway_for,
+    recording,
     script_of,
     settled,
 )
+from voicegate.audio.g711 import ulaw_encode
 from voicegate.callers.driver import drive
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.gateway.auth import STREAM_TOKEN_PARAMETER, issue_stream_token
@@ -332,3 +334,40 @@ async def test_one_address_cannot_hold_every_place_waiting_for_start(tmp_path: P
             await fourth.send(start_message(call_sid=other_sid))
             await live(world, other_sid)
         assert second.close_code is None  # still waiting, never disturbed
+
+
+async def test_the_far_end_track_of_a_both_tracks_stream_is_not_caller_speech(
+    tmp_path: Path,
+) -> None:
+    """Twilio <Start><Stream track="both_tracks">: only the inbound track is the caller."""
+    speech = ulaw_encode(recording(BALANCE)).tobytes()
+
+    async def call_with_speech_on(track: str, call_sid: str) -> list[str]:
+        async with connect(world.url) as socket:
+            await socket.send(start_message(call_sid))
+            frames = [speech[i : i + 160] for i in range(0, len(speech) - 159, 160)]
+            for count, frame in enumerate(frames + [b"\xff" * 160] * 50, start=1):
+                kind = track if count <= len(frames) else "inbound"
+                media = {"track": kind, "chunk": str(count), "payload": b64(frame)}
+                await socket.send(
+                    json.dumps({"event": "media", "streamSid": ATTACK_STREAM, "media": media})
+                )
+                if kind == "inbound" or count % 10 == 0:
+                    await asyncio.sleep(0.005)  # within the 4x pace the test limits allow
+            await socket.send(json.dumps({"event": "stop", "streamSid": ATTACK_STREAM}))
+            await closed(socket)
+        await settled(world)
+        timeline = world.runner.timeline(call_sid)
+        assert timeline is not None
+        return [record["event"] for record in timeline.records]
+
+    async with gateway_for(tmp_path, ["check my balance"]) as world:
+        far_end = await call_with_speech_on("outbound", "CA00000000000000000000000000000101")
+        caller = await call_with_speech_on("inbound", "CA00000000000000000000000000000102")
+    assert "speech_started" in caller  # the same audio on the caller's track is speech
+    assert "speech_started" not in far_end
+
+
+def b64(frame: bytes) -> str:
+    """A media payload."""
+    return base64.b64encode(frame).decode("ascii")

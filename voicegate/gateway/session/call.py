@@ -154,8 +154,12 @@ class CallSession:
                 if not await self._start(event):
                     return False
                 watchdog.started()
-            case AudioReceived(payload=payload, audio_format=audio_format):
+            case AudioReceived(payload=payload, audio_format=audio_format, track=track):
                 watchdog.media()
+                if track != "inbound":
+                    # The far end's track of a both-tracks fork (Twilio <Start><Stream
+                    # track="both_tracks">): not the caller, so no caller speech, no barge-in.
+                    return True
                 duration_ms = len(payload) * 1000 / audio_format.bytes_for_ms(1000)
                 if self._pacer.admit(duration_ms):
                     assert self._parts is not None
