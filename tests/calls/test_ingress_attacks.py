@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -371,3 +373,19 @@ async def test_the_far_end_track_of_a_both_tracks_stream_is_not_caller_speech(
 def b64(frame: bytes) -> str:
     """A media payload."""
     return base64.b64encode(frame).decode("ascii")
+
+
+async def test_the_gateway_records_the_close_the_peer_got(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call the session closes itself (here a malformed message: 1002) is logged, counted
+    and kept in its call log with that close, not as a normal end."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway.server")
+    async with gateway_for(tmp_path, []) as world, connect(world.url) as socket:
+        await socket.send(start_message())
+        await socket.send('{"event": "media", "media": 7}')
+        code, reason = await closed(socket)
+        await settled(world)
+    assert code == 1002
+    ended = [r.getMessage() for r in caplog.records if " ended: " in r.getMessage()]
+    assert ended == [f"call {ended[0].split()[1]} ended: 1002 {reason}"]

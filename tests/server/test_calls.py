@@ -183,3 +183,7 @@ class _NullTransport:
     @property
     def peer_close(self) -> str | None:
         return None
+
+    @property
+    def sent_close(self) -> tuple[int, str] | None:
+        return None

@@ -353,7 +353,10 @@ async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Cal
             log.exception("call %s crashed", call.call_id)
             call.decide(CLOSE_INTERNAL_ERROR, f"internal error in call {call.call_id}")
     else:
-        call.decide(CLOSE_NORMAL, "call ended")
+        # The session may have closed the socket itself (a protocol error: 1002/1008; the
+        # agent's hang-up): the log, the metrics and the call log say what the peer got.
+        code, reason = call.transport.sent_close or (CLOSE_NORMAL, "call ended")
+        call.decide(code, reason)
 
 
 def _only(error: Exception, kind: type[E]) -> E | None:

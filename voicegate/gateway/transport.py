@@ -61,6 +61,11 @@ class Transport(Protocol):
         did (its close code and reason, or that the connection was lost); None otherwise."""
         ...
 
+    @property
+    def sent_close(self) -> tuple[int, str] | None:
+        """The code and reason of the first :meth:`close`, once one was made; else None."""
+        ...
+
 
 class CallGate(Protocol):
     """The gateway's admission of one connection: its own id, and the call slot at `start`."""

@@ -205,12 +205,18 @@ class WebSocketTransport:
         self._socket = socket
         self._closing = False  # this side started the close
         self._close_over = asyncio.Event()  # that close has finished (handshake or timeout)
+        self._sent_close: tuple[int, str] | None = None
         self._peer_close: str | None = None
 
     @property
     def peer_close(self) -> str | None:
         """How the peer ended the connection, if it did (see ``Transport.peer_close``)."""
         return self._peer_close
+
+    @property
+    def sent_close(self) -> tuple[int, str] | None:
+        """The code and reason this side closed with first (see ``Transport.sent_close``)."""
+        return self._sent_close
 
     @property
     def closed(self) -> bool:
@@ -262,6 +268,7 @@ class WebSocketTransport:
             await self._close_over.wait()
             return
         self._closing = True
+        self._sent_close = (code, reason)
         try:
             if not self._socket.closed:
                 await self._socket.close(code=code, message=close_reason(reason))
