@@ -73,9 +73,8 @@ class CallLogOptions:
 class CallLogs:
     """The writer of every call log of one gateway process (owns one thread)."""
 
-    def __init__(self, options: CallLogOptions, write_interval_s: float = WRITE_INTERVAL_S) -> None:
+    def __init__(self, options: CallLogOptions) -> None:
         self.options = options
-        self._interval_s = write_interval_s
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="call-logs")
         self._live: set[str] = set()
         self._closed = False
@@ -128,7 +127,7 @@ class CallLogs:
 
     def _write(self) -> None:
         """Let records gather, then write every log that has some (on the writer thread)."""
-        self._closing.wait(self._interval_s)
+        self._closing.wait(WRITE_INTERVAL_S)
         with self._lock:
             dirty, self._dirty = self._dirty, {}
         for call_log, ended in dirty.items():

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError, StoreError
 from voicegate.gateway.overload import LoadGuard
+from voicegate.gateway.ratelimit import SocketCounter
 from voicegate.gateway.transport import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
@@ -166,7 +166,9 @@ class CallRegistry:
         # Sockets from one address awaiting `start`: one client cannot hold every waiting
         # place (a hundred idle sockets refused every new call on every route).
         self._waiting_per_client = waiting_per_client
-        self._waiting_by_client: Counter[str] = Counter()
+        self._waiting_by_client = (
+            None if waiting_per_client is None else SocketCounter(waiting_per_client)
+        )
         # The deployment's call registry (Redis): while unreachable, new calls are refused.
         self._leases = leases
         # This worker's media loop running behind: new calls are shed (gateway/overload.py).
@@ -232,25 +234,21 @@ class CallRegistry:
             return refusal
         if len(self._calls) - len(self._live) >= self._waiting:
             return Refusal(CLOSE_TRY_AGAIN_LATER, f"{self._waiting} connections await start")
-        per_client = self._waiting_per_client
-        if client and per_client is not None and self._waiting_by_client[client] >= per_client:
-            reason = f"{per_client} connections from this address await start"
-            return Refusal(CLOSE_TRY_AGAIN_LATER, reason)
         if call_id in self._calls:
             raise ValueError(f"call id {call_id!r} is already active")
+        counter = self._waiting_by_client
+        if client and counter is not None and not counter.acquire(client):
+            reason = f"{self._waiting_per_client} connections from this address await start"
+            return Refusal(CLOSE_TRY_AGAIN_LATER, reason)
         call = ActiveCall(call_id, dialect, transport, client=client)
         self._calls[call_id] = call
-        if client:
-            self._waiting_by_client[client] += 1
         self._idle.clear()
         return call
 
-    def _started_waiting(self, call: ActiveCall) -> None:
+    def _stop_waiting(self, call: ActiveCall) -> None:
         """``call`` no longer awaits its `start` (it started, or it ended without one)."""
-        if call.client and self._waiting_by_client[call.client] > 0:
-            self._waiting_by_client[call.client] -= 1
-            if not self._waiting_by_client[call.client]:
-                del self._waiting_by_client[call.client]
+        if call.client and self._waiting_by_client is not None:
+            self._waiting_by_client.release(call.client)
 
     def start(self, call: ActiveCall, provider_call_id: str) -> Refusal | None:
         """Give ``call`` a place at its `start`, unless full or that provider call is live."""
@@ -264,13 +262,13 @@ class CallRegistry:
             return self._full()
         call.provider_call_id = provider_call_id
         self._live[provider_call_id] = call
-        self._started_waiting(call)
+        self._stop_waiting(call)
         return None
 
     def release(self, call: ActiveCall) -> None:
         """Forget a call whose handler has finished (and free its place if it had one)."""
         if self._calls.pop(call.call_id, None) is not None and call.provider_call_id is None:
-            self._started_waiting(call)  # it never started: its waiting place is free
+            self._stop_waiting(call)  # it never started: its waiting place is free
         if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
             del self._live[call.provider_call_id]
             self._gate.release()

@@ -305,6 +305,5 @@ def _pending(turn: Turn) -> str:
 def _said(turn: Turn) -> str:
     if not turn.said:
         return ""
-    memory = turn.session.memory
-    lines = "\n".join(f'- "{mask_pii_in_text(text, memory)}"' for text in turn.said)
+    lines = mask_pii_in_text("\n".join(f'- "{text}"' for text in turn.said), turn.session.memory)
     return f"### Already said to the user this turn (do not repeat)\n{lines}"

@@ -18,14 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 
-from voicegate.codecs import (
-    Capabilities,
-    Codec,
-    Command,
-    PausePlayback,
-    PlayAudio,
-    PublishEvent,
-)
+from voicegate.codecs import Capabilities, Codec, Command, PlayAudio, PublishEvent
 from voicegate.engine.seam import Say
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
@@ -149,14 +142,12 @@ class Playback:
         A provider that can pause (Asterisk ``PAUSE_MEDIA``) is paused instead of cleared: it
         keeps its queue, so the timeline says ``held``, not ``flushed``.
         """
-        commands: list[Command] = []
         if not flush:
             self._playout.pause()
         else:
-            commands = self._playout.cut(self._clock.now_ms)
-            await self._sender.send_all(commands)
+            await self._sender.send_all(self._playout.cut(self._clock.now_ms))
             self._tracker.flushed(self._clock.now_ms)  # the caller hears no more bot audio
-        held = any(isinstance(command, PausePlayback) for command in commands)
+        held = flush and self._sender.capabilities.pause
         self._clock.emit("playout_paused", flushed=flush and not held, held=held)
 
     async def resume(self) -> None:
