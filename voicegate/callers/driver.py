@@ -8,6 +8,7 @@ marks and clears are answered the way the provider would answer them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -111,7 +112,10 @@ async def drive_to_close(
             await _speak(socket, caller, speed=speed, max_ms=max_ms, listener=listener)
             if not listener.done():
                 if (closing := caller.closing()) is not None:
-                    await socket.send(closing)
+                    # The gateway may hang up in the same instant (the agent's goodbye): its
+                    # close then ended the call, and the listener reports it.
+                    with contextlib.suppress(ConnectionClosed):
+                        await socket.send(closing)
                 await socket.close()
         return listener.result()
 
