@@ -67,6 +67,10 @@ Per level (one JSON object on stdout):
   alone;
 - ``gateway.idle_cores``: the idle gateway's CPU before the first level (a busy-polling
   gateway would inflate every per-call figure);
+- ``end_of_turn``: how the level's caller turns ended, from ``GET /metrics``
+  (``voicegate_end_of_turns``, the difference over the level), as ``"reason / model": count``;
+  e.g. ``silence timeout / shed`` is a turn the end-of-turn model had no CPU share for, which
+  ends ~300 ms later than one it scored complete, so it explains slow answers under load;
 - ``held``: every call ended normally, loop lag p99 < 20 ms in every worker (the p99 bucket's
   upper bound is at most 20 ms), no choppy call (``null`` when lag is unknown but the rest
   holds). ``highest_level_held`` closes the report.
@@ -100,6 +104,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import callfleet
@@ -303,6 +308,22 @@ class GatewayProcess:
                     break
         raise UnresponsiveError(f"GET {path}: no answer in {attempts} x 5 s")
 
+    def end_of_turns(self) -> Counter[str] | None:
+        """``voicegate_end_of_turns`` by ``"reason / model"`` (None: no answer or no metrics)."""
+        try:
+            url = f"http://{self.host}:{self.port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                text = response.read().decode()
+        except (TimeoutError, urllib.error.URLError, ConnectionError):
+            return None
+        counts: Counter[str] = Counter()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "voicegate_end_of_turns_total":
+                    key = f"{sample.labels['reason']} / {sample.labels['model']}"
+                    counts[key] += int(sample.value)
+        return counts
+
     def workers_snapshot(self) -> Any:
         """``GET /workers``, or None (missing, or no answer: the note says which)."""
         try:
@@ -358,6 +379,7 @@ def run_callers(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -
 def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -> dict[str, Any]:
     """Run one level and summarise it."""
     processes, pipes = run_callers(gateway, calls, args)
+    turns_before = gateway.end_of_turns()
     before = gateway.workers_snapshot()
     pids = gateway.worker_pids(before)
     idle_rss = rss_bytes(pids)
@@ -382,6 +404,7 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     cpu = cpu_seconds(process_tree(gateway.proc.pid)) - cpu0
     machine1 = machine_ticks()
     after = gateway.workers_snapshot()
+    turns_after = gateway.end_of_turns()
     for process in processes:
         process.join(5)
         if process.is_alive():
@@ -400,6 +423,8 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
         "per_call": round((peak_rss - gateway.idle_rss) / 2**20 / calls, 3),
     }
     figures["loop_lag_ms"] = lag_per_worker(before, after)
+    if turns_before is not None and turns_after is not None:
+        figures["end_of_turn"] = dict((turns_after - turns_before).most_common())
     if pending:
         figures["errors"]["caller process did not report in time"] = len(pending)
     figures["held"] = held(figures, calls)
