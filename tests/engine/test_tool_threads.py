@@ -195,3 +195,29 @@ async def test_a_blocked_tool_times_out_and_the_next_call_runs_on_a_fresh_loop(
     discarded = "tool 'work' was abandoned; its memory write to 'cards.card_list' is discarded"
     assert discarded in messages
     assert "abandoned tool 'work' ended normally (its result is discarded)" in messages
+
+
+async def test_a_tool_that_calls_sys_exit_fails_its_call_and_later_calls_still_run(
+    tool_loops: ToolLoops,
+) -> None:
+    # asyncio re-raises SystemExit out of the loop running the task: before, one published
+    # tool's sys.exit() (argparse does it too) stopped the shared tool loop and then the
+    # engine's loop, so every later tool call failed and the gateway process exited.
+    calls: list[int] = []
+
+    @tool(description="Exits the first time")
+    async def work() -> ToolResult:
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemExit(3)
+        return ToolResult(llm_response={"status": "ok"})
+
+    engine = engine_with(work, tool_loops)
+    await open_call(engine)
+    first = await collect(engine, "c1", Transcript("one"))
+    failed = [e for e in first if isinstance(e, ToolFinished)]
+    assert [(e.outcome, e.result) for e in failed] == [
+        ("error", {"error": "tool 'work' failed: SystemExit: 3"})
+    ]
+    second = await collect(engine, "c1", Transcript("two"))
+    assert [e.outcome for e in second if isinstance(e, ToolFinished)] == ["ok"]
