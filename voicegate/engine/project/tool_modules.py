@@ -175,15 +175,24 @@ def _import(path: Path, module_name: str, problems: Problems) -> ModuleType | No
             )
         )
         return None
-    except Exception as error:
+    except (Exception, SystemExit) as error:
+        # SystemExit too: a module that exits while it loads (argparse's parse_args() at
+        # module level, a stray sys.exit()) is a module that cannot be imported, not the end
+        # of validate or serve (contract §9.2: an import failure fails train).
         problems.add(
             codes.TOOL_IMPORT_FAILED,
-            f"cannot import this tool module: {type(error).__name__}: {error}",
+            f"cannot import this tool module: {_failure(error)}",
             path,
             _error_line(error, path),
         )
         return None
     return module
+
+
+def _failure(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it exits while it loads (SystemExit: {error.code})"
+    return f"{type(error).__name__}: {error}"
 
 
 def _tool_valid(found: Tool, path: Path, problems: Problems) -> bool:
