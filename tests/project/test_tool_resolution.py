@@ -74,7 +74,10 @@ def test_tools_folder_shadows_tools_py_and_is_logged(
     with caplog.at_level(logging.WARNING):
         project = load_project(tmp_path)
     assert project.skills["cards"].toolset["lock_card"].tool.description == "Folder tool"
-    assert "duplicate" in caplog.text
+    assert caplog.messages == [
+        "skills/cards/tools/more.py: tool 'lock_card' shadows the one in skills/cards/tools.py "
+        "(duplicate)"
+    ]
 
 
 def test_mcp_entries_resolve_to_their_bare_names(tmp_path: Path) -> None:

@@ -97,12 +97,17 @@ def load_skill_tools(root: Path, skill_id: str, problems: Problems) -> LoadedToo
     folder = _load_folder(skill_dir / "tools", f"{package}.tools", problems)
     modules += folder.modules
     tools = dict(modules[0].tools) if modules and modules[0].path == single else {}
-    for name, found in folder.tools.items():
-        if name in tools:
-            log.warning(
-                "%s: tool %r shadows the one in %s (duplicate)", found.defined_in, name, single
-            )
-        tools[name] = found
+    for module in folder.modules:
+        for name, found in module.tools.items():
+            if name in tools and tools[name] is not found:
+                # Named by file: the module's import name is voicegate's, not the author's.
+                log.warning(
+                    "%s: tool %r shadows the one in %s (duplicate)",
+                    module.path.relative_to(root),
+                    name,
+                    single.relative_to(root),
+                )
+    tools.update(folder.tools)
     return LoadedTools(tools, tuple(modules), complete and folder.complete)
 
 
