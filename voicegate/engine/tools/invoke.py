@@ -28,6 +28,7 @@ from voicegate.engine.tools.isolation import (
     EngineCalls,
     ToolExited,
     ToolLoops,
+    contained,
 )
 from voicegate.engine.tools.result import ToolResult
 from voicegate.errors import ToolExecutionError, ToolTimeoutError
@@ -102,7 +103,8 @@ async def _call_with_timeout(
     try:
         async with deadline:
             if tool_loops is None or tool.source != "local":
-                return await tool.invoke(arguments, context)
+                # Inline (replay on virtual time): a tool's sys.exit() must not reach the loop.
+                return await contained(tool.invoke(arguments, context))
 
             def start(calls: EngineCalls) -> Coroutine[Any, Any, Any]:
                 return tool.invoke(arguments, context.across(calls))

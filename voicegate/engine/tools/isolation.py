@@ -325,12 +325,12 @@ def _start_call(
     call: _Call,
 ) -> None:
     """On the tool loop: start the call and report its end to the engine's loop."""
-    task = loop.create_task(_contained(coroutine))
+    task = loop.create_task(contained(coroutine))
     call.task = task
     task.add_done_callback(lambda done: _report(done, outcome, engine_loop))
 
 
-async def _contained(coroutine: Coroutine[Any, Any, T]) -> T:
+async def contained(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a tool's coroutine; a ``BaseException`` it raises (not a cancel) is a ``ToolExited``."""
     try:
         return await coroutine
