@@ -64,6 +64,16 @@ class CompletedBeforeCancel(Exception):  # noqa: N818 - a signal, not an error
         self.value = value
 
 
+class ToolExited(Exception):  # noqa: N818 - carries a tool's exit, not an engine error
+    """A tool raised ``SystemExit`` (``sys.exit()``, argparse), or another ``BaseException``.
+
+    asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the loop that runs the
+    task: left alone, one tool's ``sys.exit()`` stopped the shared tool loop (every later tool
+    call of every call failed) and then the engine's loop, ending the process. The tool's call
+    fails instead, like a tool raising any other exception (a failure the model reads).
+    """
+
+
 class _Call:
     """One tool call's task, set on the tool loop when the call starts."""
 
@@ -315,9 +325,19 @@ def _start_call(
     call: _Call,
 ) -> None:
     """On the tool loop: start the call and report its end to the engine's loop."""
-    task = loop.create_task(coroutine)
+    task = loop.create_task(contained(coroutine))
     call.task = task
     task.add_done_callback(lambda done: _report(done, outcome, engine_loop))
+
+
+async def contained(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a tool's coroutine; a ``BaseException`` it raises (not a cancel) is a ``ToolExited``."""
+    try:
+        return await coroutine
+    except (asyncio.CancelledError, Exception):
+        raise
+    except BaseException as error:  # SystemExit, KeyboardInterrupt, a custom BaseException
+        raise ToolExited(f"{type(error).__name__}: {error}") from error
 
 
 def _cancel_call(
