@@ -104,7 +104,7 @@ async def _call_with_timeout(
         async with deadline:
             if tool_loops is None or tool.source != "local":
                 # Inline (replay on virtual time): a tool's sys.exit() must not reach the loop.
-                return await contained(tool.invoke(arguments, context))
+                return await contained(lambda: tool.invoke(arguments, context))
 
             def start(calls: EngineCalls) -> Coroutine[Any, Any, Any]:
                 return tool.invoke(arguments, context.across(calls))
