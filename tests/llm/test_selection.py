@@ -54,6 +54,12 @@ def test_self_hosted_entry_with_extras_and_timeout() -> None:
     assert settings.options == {"temperature": 0.1, "max_tokens": 200}
 
 
+def test_a_key_written_on_the_model_is_never_sent_in_the_request() -> None:
+    entry = {"provider": "openai", "model": "gpt-4.1-mini", "api_key": "sk-live-123"}
+    settings = select_chat_model(integrations(entry))
+    assert "api_key" not in settings.options  # contract §2.2: api_key_env, never a literal
+
+
 @pytest.mark.parametrize(
     ("entry", "expected"),
     [

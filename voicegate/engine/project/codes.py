@@ -40,6 +40,7 @@ AGENT_INVALID = "config.agent.invalid"
 AGENT_INVALID_REFERENCES = "config.agent.invalid_references"
 INTEGRATIONS_INVALID = "config.integrations.invalid"
 INTEGRATIONS_INLINE_LLM = "config.integrations.inline_llm"
+INTEGRATIONS_KEY_IN_MODEL = "config.integrations.key_in_model"
 INTEGRATIONS_UNKNOWN_MODEL_GROUP = "config.integrations.unknown_model_group"
 INTEGRATIONS_INVALID_MCP_SERVER = "config.integrations.invalid_mcp_server"
 
