@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.llm.chat_server import ChatServer, Reply, chunk, sse, text_chunks
-from voicegate.cli.wiring import build_llm, split_model_spec
+from voicegate.cli.engines import build_llm, split_model_spec
 from voicegate.engine.llm.port import TextDelta, UserMessage
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.llm.selection import (

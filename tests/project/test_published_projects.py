@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.project.project_kit import problems
+from voicegate.cli.engines import openai_model
 from voicegate.cli.main import main
-from voicegate.cli.wiring import openai_model
 from voicegate.engine.project.loader import inspect_project, load_project
 
 PUBLISHED = Path(__file__).resolve().parent / "published"

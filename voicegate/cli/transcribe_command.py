@@ -20,7 +20,7 @@ from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.audio.wav import read_wav
 from voicegate.cli.channel_option import add_channel_option
-from voicegate.cli.wiring import load_whisper
+from voicegate.cli.engines import load_whisper
 from voicegate.errors import ConfigError
 from voicegate.speech.embedded.whisper_model import BUNDLED_MODEL, WHISPER_RATE
 
