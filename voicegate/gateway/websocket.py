@@ -169,6 +169,11 @@ class GatewayWebSocket(web.WebSocketResponse):
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
         """Close, waiting for the peer's close frame; a close aiohttp makes on a bad frame
         says what was wrong."""
+        if self._writer is None and self._payload_writer is not None:
+            # The peer left while the 101 was being written (prepare raised ConnectionError,
+            # server.py returns this response): no WebSocket to close. aiohttp's own close
+            # raises RuntimeError here, which its server logged as an unhandled error.
+            return False
         if not message and code in _LIBRARY_REASONS:
             message = close_reason(self._library_reason(code))
         await self._stop_other_reader()
