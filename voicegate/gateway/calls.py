@@ -18,6 +18,7 @@ from voicegate.errors import RemoteProtocolError, StoreError
 from voicegate.gateway.overload import LoadGuard
 from voicegate.gateway.ratelimit import SocketCounter
 from voicegate.gateway.transport import (
+    CLOSE_ABNORMAL,
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
     CLOSE_NORMAL,
@@ -25,6 +26,7 @@ from voicegate.gateway.transport import (
     CLOSE_TRY_AGAIN_LATER,
     CallGate,
     CallLeases,
+    CONNECTION_LOST,
     CallRunner,
     Refusal,
     Transport,
@@ -353,8 +355,16 @@ async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Cal
     else:
         # The session may have closed the socket itself (a protocol error: 1002/1008; the
         # agent's hang-up): the log, the metrics and the call log say what the peer got.
-        code, reason = call.transport.sent_close or (CLOSE_NORMAL, "call ended")
+        code, reason = call.transport.sent_close or _ended_by_peer(call.transport)
         call.decide(code, reason)
+
+
+def _ended_by_peer(transport: Transport) -> tuple[int, str]:
+    """How a call the peer ended is reported: 1000, or 1006 when its connection dropped
+    without a close frame (a reset, a killed caller), so the metrics tell those apart."""
+    if transport.peer_close == CONNECTION_LOST:
+        return CLOSE_ABNORMAL, CONNECTION_LOST
+    return CLOSE_NORMAL, "call ended"
 
 
 def _only(error: Exception, kind: type[E]) -> E | None:
