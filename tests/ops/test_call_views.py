@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from tests.calls.call_kit import FAST_REPLAY_LIMITS, cue, gateway_for, script_of, settled
-from tests.server.server_kit import ScriptedRunner, running_gateway
+from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.callers.driver import EmulatedCaller, drive
 from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
@@ -227,6 +227,30 @@ def test_the_directory_is_pruned_once_every_twentieth_of_keep_calls(tmp_path: Pa
     assert len(kept) == 40
     assert "twilio-0.jsonl" not in kept
     assert "twilio-42.jsonl" in kept
+
+
+async def test_a_prune_keeps_the_log_of_another_workers_live_call(tmp_path: Path) -> None:
+    """Workers share the directory: one worker's prunes (past ``keep``) must not delete the
+    log of a call another worker still runs, however old its last write; they deleted it,
+    and the call's end then wrote a log holding only its ``call_closed``."""
+    options = CallLogOptions(tmp_path, keep=20, max_age_s=3600)
+    worker_a, worker_b = CallLogs(options), CallLogs(options)
+    live = worker_a.open("twilio-live", "twilio")
+    assert live is not None
+    live.record({"t_ms": 40, "event": "speech_started"})
+    path = tmp_path / "twilio-live.jsonl"
+    await eventually(lambda: path.exists() and path.stat().st_size > 0, "the live log written")
+    os.utime(path, (time.time() - 60, time.time() - 60))  # a quiet call: the oldest log
+    for index in range(25):  # keep // 20: worker B prunes after each of its calls
+        ended = worker_b.open(f"twilio-{index}", "twilio")
+        assert ended is not None
+        ended.close(1000, "call ended", f"CA{index}")
+    worker_b.close()
+    live.close(1000, "call ended", "CA-live")
+    worker_a.close()
+    events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert events == ["call_connected", "speech_started", "call_closed"]
+    assert len(list(tmp_path.iterdir())) == 20  # closed logs past ``keep`` were pruned
 
 
 async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:

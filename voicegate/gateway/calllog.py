@@ -11,22 +11,24 @@ latter belongs to a live call, or to a worker that died (docs/timeline.md, "Call
 
 Each file is bounded (``max_bytes``: records past it are counted in one
 ``call_log_truncated`` record), and the directory is pruned as calls end: files older than
-``max_age_s``, and the oldest beyond ``keep``, are deleted. A prune lists and stats the whole
-directory (about 2 s of CPU per 300 calls when done after each one, issue 12), so it runs once
-every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that many files over
-``keep`` in between. Every worker of
-``voicegate serve --workers N`` writes into the same directory, so any of them can show
-every call (gateway/callviews.py).
+``max_age_s``, and the oldest closed ones beyond ``keep``, are deleted. A prune lists and
+stats the whole directory (about 2 s of CPU per 300 calls when done after each one, issue
+12), so it runs once every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that
+many files over ``keep`` in between. Every worker of ``voicegate serve --workers N`` writes
+into the same directory, so any of them can show every call (gateway/callviews.py); a prune
+therefore never deletes a log that is still open, which may be another worker's live call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,8 @@ PRUNE_SHARE = 20
 #: How long records gather before the writer writes them. A worker that dies loses at most
 #: this much of its calls' last records; /calls shows a live call this much behind.
 WRITE_INTERVAL_S = 0.25
+#: How much of a log's end a prune reads to find its ``call_closed`` record.
+CLOSED_TAIL_BYTES = 4096
 
 
 def safe_call_id(call_id: str) -> bool:
@@ -142,19 +146,21 @@ class CallLogs:
             self.prune()
 
     def prune(self) -> None:
-        """Delete logs past ``max_age_s`` and the oldest beyond ``keep`` (not live ones)."""
+        """Delete logs past ``max_age_s`` and the oldest closed ones beyond ``keep``."""
         options = self.options
         try:
-            files = [(p.stat().st_mtime, p) for p in options.directory.glob("*" + SUFFIX)]
+            files = _by_age(options.directory.glob("*" + SUFFIX))
         except OSError as error:
             log.warning("call logs: cannot list %s: %s", options.directory, error)
             return
-        files.sort(reverse=True)  # newest first
         oldest_kept = time.time() - options.max_age_s
         for index, (mtime, path) in enumerate(files):
             if path.stem in self._live:
                 continue
-            if index >= options.keep or mtime < oldest_kept:
+            # Past ``keep``, only a closed log goes: an open one may be another worker's
+            # live call, which this worker's ``_live`` does not know (they share the
+            # directory). A log a dead worker left open goes at ``max_age_s``.
+            if mtime < oldest_kept or (index >= options.keep and _closed(path)):
                 path.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -167,6 +173,27 @@ class CallLogs:
     def _watch(future: Future[None]) -> None:
         # The writer's jobs catch their own OSErrors; anything else is a bug worth a trace.
         future.add_done_callback(_log_failure)
+
+
+def _by_age(paths: Iterable[Path]) -> list[tuple[float, Path]]:
+    """``(mtime, path)`` of each file, newest first; files deleted meanwhile (another
+    worker's prune) are left out."""
+    files = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            files.append((path.stat().st_mtime, path))
+    return sorted(files, reverse=True)
+
+
+def _closed(path: Path) -> bool:
+    """Whether the log at ``path`` ends with its ``call_closed`` record (the call is over)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - CLOSED_TAIL_BYTES))
+            last = file.read().rstrip(b"\n").rpartition(b"\n")[2]
+        return bool(json.loads(last).get("event") == CLOSED)
+    except (OSError, ValueError, AttributeError):
+        return False  # gone, unreadable, or no whole last line: not known to be over
 
 
 def _log_failure(future: Future[None]) -> None:
