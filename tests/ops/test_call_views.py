@@ -248,9 +248,17 @@ async def test_a_prune_keeps_the_log_of_another_workers_live_call(tmp_path: Path
     worker_b.close()
     live.close(1000, "call ended", "CA-live")
     worker_a.close()
-    events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
-    assert events == ["call_connected", "speech_started", "call_closed"]
-    assert len(list(tmp_path.iterdir())) == 20  # closed logs past ``keep`` were pruned
+    assert [record["event"] for record in records_of(path)] == [
+        "call_connected",
+        "speech_started",
+        "call_closed",
+    ]
+    assert len(os.listdir(tmp_path)) == 20  # closed logs past ``keep`` were pruned
+
+
+def records_of(path: Path) -> list[Any]:
+    """A call log's records."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:

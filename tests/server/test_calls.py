@@ -211,10 +211,16 @@ async def test_a_call_whose_connection_drops_is_recorded_as_1006_not_a_normal_en
         await eventually(lambda: not gateway.calls.active, "the call to end")
     ended = [r.getMessage() for r in caplog.records if " ended: " in r.getMessage()]
     assert [line.split(": ", 1)[1] for line in ended] == ["1006 the connection was lost"]
-    (log_file,) = tmp_path.glob("*.jsonl")
-    last = json.loads(log_file.read_text().splitlines()[-1])
+    last = last_record(tmp_path)
     assert (last["event"], last["code"], last["reason"]) == (
         "call_closed",
         1006,
         "the connection was lost",
     )
+
+
+def last_record(directory: Path) -> dict[str, object]:
+    """The last record of the one call log in ``directory``."""
+    (log_file,) = directory.glob("*.jsonl")
+    record: dict[str, object] = json.loads(log_file.read_text().splitlines()[-1])
+    return record
