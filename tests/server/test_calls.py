@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.server.server_kit import (
+    NullTransport,
     ScriptedRunner,
     call,
     close_of,
@@ -149,7 +150,7 @@ def test_close_reasons_fit_a_close_frame_without_splitting_characters() -> None:
 
 async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
     registry = CallRegistry(capacity=2)
-    transport = _NullTransport()
+    transport = NullTransport()
     assert registry.admit("a", "twilio", transport) == Refusal(
         1013, "the gateway is starting, try again"
     )
@@ -172,25 +173,6 @@ async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
     assert not isinstance(third, Refusal)
     assert registry.start(third, "CA1") is None  # the released call id is free again
     assert [c.call_id for c in registry.active] == ["b", "c"]
-
-
-class _NullTransport:
-    async def receive(self) -> str | bytes | None:
-        return None
-
-    async def send(self, message: str | bytes) -> None:
-        return None
-
-    async def close(self, code: int, reason: str) -> None:
-        return None
-
-    @property
-    def peer_close(self) -> str | None:
-        return None
-
-    @property
-    def sent_close(self) -> tuple[int, str] | None:
-        return None
 
 
 async def test_a_call_whose_connection_drops_is_recorded_as_1006_not_a_normal_end(
