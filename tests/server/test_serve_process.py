@@ -1,8 +1,9 @@
-"""`voicegate serve` as a process: it listens, drains on SIGTERM/SIGINT and exits 0."""
+"""`voicegate serve` as a process: it listens, drains on SIGTERM/SIGINT/SIGHUP and exits 0."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
 import socket
@@ -24,8 +25,13 @@ SCRIPT = Path(__file__).with_name("serve_with_echo.py")
 
 
 @asynccontextmanager
-async def serve_process(config: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """A running `voicegate serve` (echo runner) and its base URL, read from its stdout."""
+async def serve_process(
+    config: Path, *, own_session: bool = False
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """A running `voicegate serve` (echo runner) and its base URL, read from its stdout.
+
+    ``own_session``: in a session (and process group) of its own, as under a terminal.
+    """
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(SCRIPT),
@@ -33,6 +39,7 @@ async def serve_process(config: Path) -> AsyncIterator[tuple[asyncio.subprocess.
         str(config),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=own_session,
     )
     try:
         assert process.stdout is not None
@@ -84,6 +91,21 @@ async def test_sigterm_closes_running_calls_after_the_deadline_and_exits_0(
         assert process.stderr is not None
         log = (await process.stderr.read()).decode()
     assert "drained: 0 finished, 1 closed" in log
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_a_terminal_hang_up_drains_like_sigterm(tmp_path: Path, workers: int) -> None:
+    """SIGHUP to the whole process group (the terminal closed) drains the calls, which get
+    1001 and the reason; it killed every process at once, cutting calls with no close frame."""
+    config = write_config(tmp_path, f"  workers: {workers}\n")
+    async with serve_process(config, own_session=True) as (process, base):
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send("ping")
+            assert await asyncio.wait_for(client.recv(), 10) == "ping"
+            os.killpg(process.pid, signal.SIGHUP)
+            assert await close_of(client) == (1001, "the gateway is shutting down")
+        assert await asyncio.wait_for(process.wait(), 30) == 0
 
 
 async def test_sigint_without_calls_exits_0(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A gateway's life: listen, open for calls, drain on SIGTERM/SIGINT, stop.
+"""A gateway's life: listen, open for calls, drain on SIGTERM/SIGINT/SIGHUP, stop.
 
 :class:`Gateway` is what the CLI, the replay tool and the tests drive; :func:`serve` adds the
 signal handling of a long-running process. Draining (issue 4, "graceful stop") refuses new
@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 #: Once calls are drained, how long aiohttp waits for other open HTTP requests on cleanup.
 HTTP_SHUTDOWN_TIMEOUT_S = 2.0
 #: The signals that stop a gateway: the first drains, the next skips the drain's deadline.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: SIGHUP is the terminal hanging up (a closed window, a dropped SSH session): its default
+#: action killed the gateway at once, every call cut without a close frame or a reason.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 CRASH_REASON = "the gateway worker failed"
 
 

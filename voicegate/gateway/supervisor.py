@@ -9,7 +9,7 @@ worker's calls live and die with it. The supervisor:
 - prints nothing itself until every worker listens, then calls ``on_listening(base_url)``;
 - restarts a worker that exits, after a back-off that grows while it keeps dying young, and
   zeroes its slot on the scoreboard so its dead calls stop counting against the capacity;
-- on SIGTERM/SIGINT forwards SIGTERM to every worker, each of which drains as a single
+- on SIGTERM/SIGINT/SIGHUP forwards SIGTERM to every worker, each of which drains as a single
   gateway does (a second signal is forwarded too, and skips the drain's deadline), and returns
   once they have all exited (killing any still alive after ``stop_timeout_s``).
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from voicegate.gateway.lifecycle import base_url
+from voicegate.gateway.lifecycle import STOP_SIGNALS, base_url
 from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.worker import StartReport, WorkerEntry, WorkerLaunch, readable
 
@@ -155,7 +155,7 @@ class Supervisor:
         self._metrics_dir: Path | None = None
 
     async def run(self, on_listening: Callable[[str], None]) -> str | None:
-        """Serve until SIGTERM/SIGINT; None, or why the workers could not start.
+        """Serve until SIGTERM/SIGINT/SIGHUP; None, or why the workers could not start.
 
         Raises ``OSError`` when the port cannot be reserved.
         """
@@ -292,9 +292,9 @@ def metrics_directory() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _forwarding_signals(supervisor: Supervisor) -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT ask ``supervisor`` to stop."""
+    """While inside, the stop signals (SIGTERM, SIGINT, SIGHUP) ask ``supervisor`` to stop."""
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGTERM, signal.SIGINT)
+    signals = STOP_SIGNALS
     for number in signals:
         loop.add_signal_handler(number, supervisor.request_stop)
     try:

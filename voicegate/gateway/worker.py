@@ -2,9 +2,9 @@
 
 A worker is a whole gateway on the port the supervisor reserved, bound with SO_REUSEPORT, with
 its slot on the shared scoreboard. It tells the supervisor once that it listens (or why it
-could not start), drains on SIGTERM, ignores SIGINT (a terminal's Ctrl-C reaches the whole
-process group; the supervisor alone decides and forwards SIGTERM), and drains by itself if
-the supervisor disappears.
+could not start), drains on SIGTERM, ignores SIGINT and SIGHUP (a terminal's Ctrl-C and
+hang-up reach the whole process group; the supervisor alone decides and forwards SIGTERM),
+and drains by itself if the supervisor disappears.
 """
 
 from __future__ import annotations
@@ -85,8 +85,10 @@ async def readable(fd: int) -> None:
 
 
 def ignore_terminal_interrupts() -> None:
-    """Leave Ctrl-C to the supervisor, which forwards SIGTERM (first thing in a worker)."""
+    """Leave Ctrl-C and a terminal's hang-up to the supervisor, which forwards SIGTERM (first
+    thing in a worker; SIGHUP's default action would kill the worker and cut its calls)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 async def run_worker(
