@@ -7,6 +7,8 @@ import asyncio
 import base64
 import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -254,6 +256,22 @@ async def test_a_prune_keeps_the_log_of_another_workers_live_call(tmp_path: Path
         "call_closed",
     ]
     assert len(os.listdir(tmp_path)) == 20  # closed logs past ``keep`` were pruned
+
+
+def test_a_prune_deletes_the_open_logs_of_a_dead_worker_past_keep(tmp_path: Path) -> None:
+    """A log its worker left open when it died (a lost call) goes like a closed one."""
+    code = "import os; print(os.getpid())"
+    dead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lost = tmp_path / "twilio-lost.jsonl"
+    opened = {"t_ms": 0, "event": "call_connected", "pid": int(dead.stdout)}
+    lost.write_text(json.dumps(opened) + "\n", "utf-8")
+    os.utime(lost, (time.time() - 60, time.time() - 60))
+    logs = CallLogs(CallLogOptions(tmp_path, keep=1, max_age_s=3600))
+    ended = logs.open("twilio-1", "twilio")
+    assert ended is not None
+    ended.close(1000, "call ended", "CA1")
+    logs.close()
+    assert os.listdir(tmp_path) == ["twilio-1.jsonl"]
 
 
 def records_of(path: Path) -> list[Any]:

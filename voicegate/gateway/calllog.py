@@ -16,7 +16,8 @@ stats the whole directory (about 2 s of CPU per 300 calls when done after each o
 12), so it runs once every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that
 many files over ``keep`` in between. Every worker of ``voicegate serve --workers N`` writes
 into the same directory, so any of them can show every call (gateway/callviews.py); a prune
-therefore never deletes a log that is still open, which may be another worker's live call.
+therefore deletes an open log only once the worker that wrote it is gone (else it may be
+another worker's live call).
 """
 
 from __future__ import annotations
@@ -157,10 +158,10 @@ class CallLogs:
         for index, (mtime, path) in enumerate(files):
             if path.stem in self._live:
                 continue
-            # Past ``keep``, only a closed log goes: an open one may be another worker's
-            # live call, which this worker's ``_live`` does not know (they share the
-            # directory). A log a dead worker left open goes at ``max_age_s``.
-            if mtime < oldest_kept or (index >= options.keep and _closed(path)):
+            # Past ``keep``, only the log of a call that is over goes: an open one may be
+            # another worker's live call, which this worker's ``_live`` does not know (they
+            # share the directory).
+            if mtime < oldest_kept or (index >= options.keep and _over(path)):
                 path.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -185,15 +186,31 @@ def _by_age(paths: Iterable[Path]) -> list[tuple[float, Path]]:
     return sorted(files, reverse=True)
 
 
-def _closed(path: Path) -> bool:
-    """Whether the log at ``path`` ends with its ``call_closed`` record (the call is over)."""
+def _over(path: Path) -> bool:
+    """Whether the call of the log at ``path`` is over: it ends with ``call_closed``, or the
+    worker that ran it is gone (a log it left open: the call is lost, /calls says so)."""
     try:
         with path.open("rb") as file:
+            first = file.readline(CLOSED_TAIL_BYTES)
             file.seek(max(0, file.seek(0, os.SEEK_END) - CLOSED_TAIL_BYTES))
             last = file.read().rstrip(b"\n").rpartition(b"\n")[2]
-        return bool(json.loads(last).get("event") == CLOSED)
+        if json.loads(last).get("event") == CLOSED:
+            return True
+        pid = json.loads(first).get("pid")
+        return isinstance(pid, int) and not process_alive(pid)
     except (OSError, ValueError, AttributeError):
-        return False  # gone, unreadable, or no whole last line: not known to be over
+        return False  # gone, unreadable, or a cut line: not known to be over
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (the worker that wrote a log)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _log_failure(future: Future[None]) -> None:

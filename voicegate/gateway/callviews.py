@@ -35,7 +35,14 @@ from typing import Any
 from aiohttp import web
 
 from voicegate.gateway.auth import bearer_valid
-from voicegate.gateway.calllog import CLOSED, OPENED, SUFFIX, CallLogOptions, safe_call_id
+from voicegate.gateway.calllog import (
+    CLOSED,
+    OPENED,
+    SUFFIX,
+    CallLogOptions,
+    process_alive,
+    safe_call_id,
+)
 
 #: Bytes of records one ``records`` answer carries at most (the page asks again).
 READ_CHUNK = 256 * 1024
@@ -132,17 +139,7 @@ def _state(opened: dict[str, Any], closed: dict[str, Any] | None) -> str:
     if closed is not None:
         return "ended"
     pid = opened.get("pid")
-    return "live" if isinstance(pid, int) and _process_alive(pid) else "lost"
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return "live" if isinstance(pid, int) and process_alive(pid) else "lost"
 
 
 def _records(data: bytes) -> list[dict[str, Any]]:
