@@ -22,7 +22,7 @@ from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.callers.driver import EmulatedCaller, drive
 from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
-from voicegate.gateway.calllog import CallLogOptions, CallLogs
+from voicegate.gateway.calllog import CallLogOptions, CallLogs, close_lost_logs
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 
@@ -277,6 +277,28 @@ def test_a_prune_deletes_the_open_logs_of_a_dead_worker_past_keep(tmp_path: Path
 def records_of(path: Path) -> list[Any]:
     """A call log's records."""
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_open_logs_of_a_dead_worker_are_closed_with_1006_and_why(tmp_path: Path) -> None:
+    """The supervisor ends the logs of the calls a killed worker took with it; another
+    worker's live call and a call that had ended are left alone."""
+    opened = {"t_ms": 0, "event": "call_connected", "pid": 41}
+    started = {"t_ms": 0, "event": "call_started", "call_id": "CA1"}
+    lost = tmp_path / "twilio-lost.jsonl"
+    lost.write_text(f'{json.dumps(opened)}\n{json.dumps(started)}\n{{"t_ms": 900, "ev', "utf-8")
+    other = tmp_path / "twilio-other.jsonl"
+    other.write_text(json.dumps({**opened, "pid": 42}) + "\n", "utf-8")
+    ended = tmp_path / "twilio-ended.jsonl"
+    ended.write_text(json.dumps(opened) + '\n{"event": "call_closed"}\n', "utf-8")
+    before = {path: path.read_bytes() for path in (other, ended)}
+    reason = "worker 0 (pid 41) exited (killed by SIGKILL)"
+    assert close_lost_logs(tmp_path, 41, reason, since=time.time() - 60) == 1
+    *_, cut, last = lost.read_text().splitlines()
+    assert cut == '{"t_ms": 900, "ev'  # the line the worker died writing stays on its own
+    closed = json.loads(last)
+    assert (closed["event"], closed["code"], closed["reason"]) == ("call_closed", 1006, reason)
+    assert closed["provider_call_id"] == "CA1"
+    assert {path: path.read_bytes() for path in (other, ended)} == before
 
 
 async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:

@@ -223,6 +223,7 @@ async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> 
         + CANCEL_GRACE_S
         + HTTP_SHUTDOWN_TIMEOUT_S
         + STOP_MARGIN_S,
+        call_logs=None if options.call_logs is None else options.call_logs.directory,
     )
     supervisor = Supervisor(serve_worker, plan, supervisor_options)
     return await supervisor.run(lambda base: announce_at(base, options, workers))

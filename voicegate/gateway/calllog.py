@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voicegate.gateway.transport import CLOSE_ABNORMAL
+
 log = logging.getLogger(__name__)
 
 #: What a call id must look like to name a file: the gateway's own ids (``twilio-3f2a...``).
@@ -200,6 +202,59 @@ def _over(path: Path) -> bool:
         return isinstance(pid, int) and not process_alive(pid)
     except (OSError, ValueError, AttributeError):
         return False  # gone, unreadable, or a cut line: not known to be over
+
+
+def close_lost_logs(directory: Path, pid: int, reason: str, since: float) -> int:
+    """End the logs worker ``pid`` left open when it died (call it once the process is gone):
+    each gets its ``call_closed``, 1006 and ``reason``, as its peer got no close frame.
+
+    Only logs written since ``since`` (the worker's start, Unix s) are read; how many closed.
+    """
+    closed = 0
+    for mtime, path in _by_age(directory.glob("*" + SUFFIX)):
+        if mtime < since:
+            break  # newest first: the rest were last written before the worker started
+        try:
+            closed += _close_lost(path, pid, reason)
+        except OSError as error:
+            log.warning("call logs: cannot close %s: %s", path.name, error)
+    return closed
+
+
+def _close_lost(path: Path, pid: int, reason: str) -> bool:
+    data = path.read_bytes()
+    records = whole_records(data)
+    if not records or records[0].get("event") != OPENED or records[0].get("pid") != pid:
+        return False  # another worker's call
+    if records[-1].get("event") == CLOSED:
+        return False
+    started = next((r for r in records if r.get("event") == "call_started"), {})
+    last_ms = max((r["t_ms"] for r in records if isinstance(r.get("t_ms"), int)), default=0)
+    closing = {
+        "t_ms": last_ms,
+        "event": CLOSED,
+        "code": CLOSE_ABNORMAL,
+        "reason": reason,
+        "provider_call_id": started.get("call_id"),
+        "ended_at": time.time(),
+    }
+    line = (json.dumps(closing) + "\n").encode("utf-8")
+    with path.open("ab") as file:  # after a line the worker died writing, on its own line
+        file.write(line if data.endswith(b"\n") else b"\n" + line)
+    return True
+
+
+def whole_records(data: bytes) -> list[dict[str, Any]]:
+    """The whole JSON lines in ``data`` (a cut first or last line is skipped)."""
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
 
 
 def process_alive(pid: int) -> bool:
