@@ -53,9 +53,9 @@ async def serve_process(
             await process.wait()
 
 
-def write_config(tmp_path: Path, extra: str = "") -> Path:
+def write_config(tmp_path: Path, extra: str = "", deadline_s: float = 0.5) -> Path:
     config = tmp_path / "voicegate.yml"
-    text = "server:\n  port: 0\n  shutdown_deadline_s: 0.5\n" + extra
+    text = f"server:\n  port: 0\n  shutdown_deadline_s: {deadline_s}\n" + extra
     config.write_text(text, encoding="utf-8")
     return config
 
@@ -106,6 +106,50 @@ async def test_a_terminal_hang_up_drains_like_sigterm(tmp_path: Path, workers: i
             os.killpg(process.pid, signal.SIGHUP)
             assert await close_of(client) == (1001, "the gateway is shutting down")
         assert await asyncio.wait_for(process.wait(), 30) == 0
+
+
+async def test_sigterm_to_every_process_is_one_stop_that_keeps_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """systemd stops a service with SIGTERM to each of its processes: a worker gets it
+    directly and again from the supervisor. That is one stop; it was taken for a second one,
+    which skips the drain's deadline, and the calls were closed at once."""
+    config = write_config(tmp_path, "  workers: 2\n", deadline_s=60)
+    async with serve_process(config, own_session=True) as (process, base):
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send("ping")
+            assert await asyncio.wait_for(client.recv(), 10) == "ping"
+            os.killpg(process.pid, signal.SIGTERM)
+            assert process.stderr is not None
+            await logged(process.stderr, "draining: 1 call(s) running")
+            await client.send("still here")  # the call goes on while the gateway drains
+            assert await asyncio.wait_for(client.recv(), 10) == "still here"
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+        log = (await process.stderr.read()).decode()
+    assert "drained: 1 finished, 0 closed" in log
+
+
+async def test_a_second_stop_skips_the_workers_deadline(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "  workers: 2\n", deadline_s=60)
+    async with serve_process(config) as (process, base):
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send("ping")
+            assert await asyncio.wait_for(client.recv(), 10) == "ping"
+            process.send_signal(signal.SIGTERM)
+            assert process.stderr is not None
+            await logged(process.stderr, "draining: 1 call(s) running")
+            process.send_signal(signal.SIGINT)  # Ctrl-C again: close the calls now
+            assert await close_of(client) == (1001, "the gateway is shutting down")
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+
+
+async def logged(stream: asyncio.StreamReader, text: str) -> None:
+    """Read the process's log until a line holds ``text`` (bounded)."""
+    async with asyncio.timeout(30):
+        while text not in (await stream.readline()).decode():
+            pass
 
 
 async def test_sigint_without_calls_exits_0(tmp_path: Path) -> None:

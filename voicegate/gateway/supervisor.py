@@ -11,8 +11,8 @@ worker's calls live and die with it. The supervisor:
   zeroes its slot on the scoreboard so its dead calls stop counting against the capacity;
   the call logs the dead worker left open get their ``call_closed`` (1006, and why it ended);
 - on SIGTERM/SIGINT/SIGHUP forwards SIGTERM to every worker, each of which drains as a single
-  gateway does (a second signal is forwarded too, and skips the drain's deadline), and returns
-  once they have all exited (killing any still alive after ``stop_timeout_s``).
+  gateway does (a second signal sends them ``HURRY_SIGNAL``: skip the drain's deadline), and
+  returns once they have all exited (killing any still alive after ``stop_timeout_s``).
 
 What runs inside a worker is gateway/worker.py.
 """
@@ -40,7 +40,13 @@ from prometheus_client.multiprocess import mark_process_dead
 from voicegate.gateway.calllog import close_lost_logs
 from voicegate.gateway.lifecycle import STOP_SIGNALS, base_url
 from voicegate.gateway.scoreboard import Scoreboard
-from voicegate.gateway.worker import StartReport, WorkerEntry, WorkerLaunch, readable
+from voicegate.gateway.worker import (
+    HURRY_SIGNAL,
+    StartReport,
+    WorkerEntry,
+    WorkerLaunch,
+    readable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +187,7 @@ class Supervisor:
         """First call: stop (workers drain); later calls: workers skip their deadline."""
         if self._stop.is_set():
             log.info("second stop request: workers close their calls now")
-            self.signal_all(signal.SIGTERM)
+            self.signal_all(HURRY_SIGNAL)
         self._stop.set()
 
     def signal_all(self, number: signal.Signals) -> None:
