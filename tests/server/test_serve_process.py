@@ -14,7 +14,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from tests.server.serve_with_echo import HEAP_QUERY, echo_runner
 from tests.server.server_kit import close_of
@@ -93,18 +93,27 @@ async def test_sigterm_closes_running_calls_after_the_deadline_and_exits_0(
     assert "drained: 0 finished, 1 closed" in log
 
 
+@asynccontextmanager
+async def a_call_on(
+    config: Path, *, own_session: bool = False
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, ClientConnection]]:
+    """A running `voicegate serve` (echo runner) holding one answered /browser call."""
+    async with serve_process(config, own_session=own_session) as (process, base):
+        ws_base = "ws" + base.removeprefix("http")
+        async with connect(ws_base + "/browser", open_timeout=10) as client:
+            await client.send("ping")
+            assert await asyncio.wait_for(client.recv(), 10) == "ping"
+            yield process, client
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_a_terminal_hang_up_drains_like_sigterm(tmp_path: Path, workers: int) -> None:
     """SIGHUP to the whole process group (the terminal closed) drains the calls, which get
     1001 and the reason; it killed every process at once, cutting calls with no close frame."""
     config = write_config(tmp_path, f"  workers: {workers}\n")
-    async with serve_process(config, own_session=True) as (process, base):
-        ws_base = "ws" + base.removeprefix("http")
-        async with connect(ws_base + "/browser", open_timeout=10) as client:
-            await client.send("ping")
-            assert await asyncio.wait_for(client.recv(), 10) == "ping"
-            os.killpg(process.pid, signal.SIGHUP)
-            assert await close_of(client) == (1001, "the gateway is shutting down")
+    async with a_call_on(config, own_session=True) as (process, client):
+        os.killpg(process.pid, signal.SIGHUP)
+        assert await close_of(client) == (1001, "the gateway is shutting down")
         assert await asyncio.wait_for(process.wait(), 30) == 0
 
 
@@ -115,33 +124,25 @@ async def test_sigterm_to_every_process_is_one_stop_that_keeps_the_deadline(
     directly and again from the supervisor. That is one stop; it was taken for a second one,
     which skips the drain's deadline, and the calls were closed at once."""
     config = write_config(tmp_path, "  workers: 2\n", deadline_s=60)
-    async with serve_process(config, own_session=True) as (process, base):
-        ws_base = "ws" + base.removeprefix("http")
-        async with connect(ws_base + "/browser", open_timeout=10) as client:
-            await client.send("ping")
-            assert await asyncio.wait_for(client.recv(), 10) == "ping"
-            os.killpg(process.pid, signal.SIGTERM)
-            assert process.stderr is not None
-            await logged(process.stderr, "draining: 1 call(s) running")
-            await client.send("still here")  # the call goes on while the gateway drains
-            assert await asyncio.wait_for(client.recv(), 10) == "still here"
+    async with a_call_on(config, own_session=True) as (process, client):
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.stderr is not None
+        await logged(process.stderr, "draining: 1 call(s) running")
+        await client.send("still here")  # the call goes on while the gateway drains
+        assert await asyncio.wait_for(client.recv(), 10) == "still here"
+        await client.close()  # the caller hangs up: the drain has nothing left to wait for
         assert await asyncio.wait_for(process.wait(), 30) == 0
-        log = (await process.stderr.read()).decode()
-    assert "drained: 1 finished, 0 closed" in log
+        assert "drained: 1 finished, 0 closed" in (await process.stderr.read()).decode()
 
 
 async def test_a_second_stop_skips_the_workers_deadline(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  workers: 2\n", deadline_s=60)
-    async with serve_process(config) as (process, base):
-        ws_base = "ws" + base.removeprefix("http")
-        async with connect(ws_base + "/browser", open_timeout=10) as client:
-            await client.send("ping")
-            assert await asyncio.wait_for(client.recv(), 10) == "ping"
-            process.send_signal(signal.SIGTERM)
-            assert process.stderr is not None
-            await logged(process.stderr, "draining: 1 call(s) running")
-            process.send_signal(signal.SIGINT)  # Ctrl-C again: close the calls now
-            assert await close_of(client) == (1001, "the gateway is shutting down")
+    async with a_call_on(config) as (process, client):
+        process.send_signal(signal.SIGTERM)
+        assert process.stderr is not None
+        await logged(process.stderr, "draining: 1 call(s) running")
+        process.send_signal(signal.SIGINT)  # Ctrl-C again: close the calls now
+        assert await close_of(client) == (1001, "the gateway is shutting down")
         assert await asyncio.wait_for(process.wait(), 30) == 0
 
 
