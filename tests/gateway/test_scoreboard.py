@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from voicegate.gateway.calls import CallRegistry, LocalCapacityGate
+from tests.server.server_kit import NullTransport
+from voicegate.gateway.calls import ActiveCall, CallRegistry, LocalCapacityGate, Seat
 from voicegate.gateway.loopwatch import LAG_BUCKET_UPPER_MS, lag_bucket
 from voicegate.gateway.scoreboard import Scoreboard, SharedCapacityGate
 from voicegate.gateway.supervisor import BACKOFF_MAX_S, backoff_s, describe_exit, reserve_port
@@ -31,12 +32,12 @@ def attached(board: Scoreboard) -> Scoreboard:
 def test_admission_counts_the_calls_of_every_worker(board: Scoreboard) -> None:
     first, second = attached(board), attached(board)
     gate0, gate1 = SharedCapacityGate(first, 0), SharedCapacityGate(second, 1)
-    assert [gate0.try_admit(), gate0.try_admit(), gate1.try_admit()] == [True, True, True]
-    assert not gate1.try_admit()
-    assert not gate0.try_admit()
+    assert [gate0.try_admit(), gate0.try_admit(), gate1.try_admit()] == [Seat.TAKEN] * 3
+    assert gate1.try_admit() is Seat.FULL
+    assert gate0.try_admit() is Seat.FULL
     assert gate1.active_calls() == 3
     gate0.release()
-    assert gate1.try_admit()
+    assert gate1.try_admit() is Seat.TAKEN
     report = board.report()
     assert [w.active_calls for w in report.workers] == [1, 2]
     assert [w.calls_total for w in report.workers] == [2, 2]
@@ -50,9 +51,12 @@ def test_a_dead_worker_frees_its_capacity_and_a_restart_keeps_its_count(
     worker = attached(board)
     gate = SharedCapacityGate(worker, 0)
     board.spawned(0, 1234)
-    assert gate.try_admit()
-    assert gate.try_admit()
+    assert gate.try_admit("CA1") is Seat.TAKEN
+    assert gate.try_admit() is Seat.TAKEN
     board.exited(0)
+    # Its calls ended with it: the same call may start again on another worker.
+    assert SharedCapacityGate(board, 1).try_admit("CA1") is Seat.TAKEN
+    board.release(1, "CA1")
     assert board.active_calls() == 0
     assert board.report().workers[0].alive is False
     board.restarted(0)
@@ -61,6 +65,38 @@ def test_a_dead_worker_frees_its_capacity_and_a_restart_keeps_its_count(
     slot = board.report().workers[0]
     assert (slot.pid, slot.alive, slot.restarts, slot.calls_total) == (5678, True, 1, 0)
     worker.close()
+
+
+def test_a_call_live_on_one_worker_is_refused_on_another_and_the_first_goes_on(
+    board: Scoreboard,
+) -> None:
+    """Issue 15 #1 across workers: a second stream of a live CallSid that the kernel hands to
+    the other worker is refused at its `start` (1008), like one on the same worker. It was
+    admitted, and the store then gave the call to it: the live stream ended with 1011."""
+    first, second = attached(board), attached(board)
+    worker0 = CallRegistry(SharedCapacityGate(first, 0))
+    worker1 = CallRegistry(SharedCapacityGate(second, 1))
+    worker0.open()
+    worker1.open()
+    live = worker0.admit("twilio-1", "twilio", NullTransport())
+    again = worker1.admit("twilio-2", "twilio", NullTransport())
+    other = worker1.admit("twilio-3", "twilio", NullTransport())
+    assert isinstance(live, ActiveCall)
+    assert isinstance(again, ActiveCall)
+    assert isinstance(other, ActiveCall)
+    assert worker0.start(live, "CA-LIVE") is None
+    refusal = worker1.start(again, "CA-LIVE")
+    assert refusal is not None
+    assert (refusal.code, refusal.reason) == (1008, "a stream for this call id is already live")
+    assert worker1.start(other, "CA-OTHER") is None  # other calls are admitted as before
+    assert board.active_calls() == 2  # the refused stream holds no place
+    worker1.release(again)
+    worker0.release(live)  # the call ended: a new stream of it may start anywhere
+    retry = worker1.admit("twilio-4", "twilio", NullTransport())
+    assert isinstance(retry, ActiveCall)
+    assert worker1.start(retry, "CA-LIVE") is None
+    first.close()
+    second.close()
 
 
 def test_lag_samples_fill_the_histogram_of_their_worker(board: Scoreboard) -> None:
@@ -124,18 +160,18 @@ def test_a_file_that_is_not_a_board_is_refused(tmp_path: Path) -> None:
 def test_a_private_board_is_this_process_alone() -> None:
     board = Scoreboard.private(capacity=1)
     gate = SharedCapacityGate(board, 0)
-    assert gate.try_admit()
-    assert not gate.try_admit()
+    assert gate.try_admit() is Seat.TAKEN
+    assert gate.try_admit() is Seat.FULL
     assert board.report().workers[0].alive
 
 
 def test_the_local_gate_counts_this_process() -> None:
     gate = LocalCapacityGate(1)
-    assert gate.try_admit()
-    assert not gate.try_admit()
+    assert gate.try_admit() is Seat.TAKEN
+    assert gate.try_admit() is Seat.FULL
     gate.release()
     assert gate.active_calls() == 0
-    assert gate.try_admit()
+    assert gate.try_admit() is Seat.TAKEN
     with pytest.raises(ValueError, match="at least 1"):
         LocalCapacityGate(0)
 
@@ -145,7 +181,7 @@ def test_readiness_counts_calls_admitted_by_other_workers(board: Scoreboard) -> 
     registry = CallRegistry(SharedCapacityGate(attached(board), 0))
     registry.open()
     for _ in range(3):
-        assert other.try_admit()
+        assert other.try_admit() is Seat.TAKEN
     readiness = registry.readiness()
     assert (readiness.ready, readiness.active_calls, readiness.capacity) == (False, 3, 3)
     assert readiness.reason == "at capacity (3 calls)"

@@ -7,6 +7,8 @@ import asyncio
 import base64
 import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,11 +18,11 @@ import aiohttp
 import pytest
 
 from tests.calls.call_kit import FAST_REPLAY_LIMITS, cue, gateway_for, script_of, settled
-from tests.server.server_kit import ScriptedRunner, running_gateway
+from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.callers.driver import EmulatedCaller, drive
 from voicegate.callers.telnyx import TelnyxCaller
 from voicegate.callers.twilio import TwilioCaller
-from voicegate.gateway.calllog import CallLogOptions, CallLogs
+from voicegate.gateway.calllog import CallLogOptions, CallLogs, close_lost_logs
 from voicegate.gateway.limits import Limits
 from voicegate.gateway.options import BrowserOptions, GatewayOptions, TwilioOptions
 
@@ -227,6 +229,76 @@ def test_the_directory_is_pruned_once_every_twentieth_of_keep_calls(tmp_path: Pa
     assert len(kept) == 40
     assert "twilio-0.jsonl" not in kept
     assert "twilio-42.jsonl" in kept
+
+
+async def test_a_prune_keeps_the_log_of_another_workers_live_call(tmp_path: Path) -> None:
+    """Workers share the directory: one worker's prunes (past ``keep``) must not delete the
+    log of a call another worker still runs, however old its last write; they deleted it,
+    and the call's end then wrote a log holding only its ``call_closed``."""
+    options = CallLogOptions(tmp_path, keep=20, max_age_s=3600)
+    worker_a, worker_b = CallLogs(options), CallLogs(options)
+    live = worker_a.open("twilio-live", "twilio")
+    assert live is not None
+    live.record({"t_ms": 40, "event": "speech_started"})
+    path = tmp_path / "twilio-live.jsonl"
+    await eventually(lambda: path.exists() and path.stat().st_size > 0, "the live log written")
+    os.utime(path, (time.time() - 60, time.time() - 60))  # a quiet call: the oldest log
+    for index in range(25):  # keep // 20: worker B prunes after each of its calls
+        ended = worker_b.open(f"twilio-{index}", "twilio")
+        assert ended is not None
+        ended.close(1000, "call ended", f"CA{index}")
+    worker_b.close()
+    live.close(1000, "call ended", "CA-live")
+    worker_a.close()
+    assert [record["event"] for record in records_of(path)] == [
+        "call_connected",
+        "speech_started",
+        "call_closed",
+    ]
+    assert len(os.listdir(tmp_path)) == 20  # closed logs past ``keep`` were pruned
+
+
+def test_a_prune_deletes_the_open_logs_of_a_dead_worker_past_keep(tmp_path: Path) -> None:
+    """A log its worker left open when it died (a lost call) goes like a closed one."""
+    code = "import os; print(os.getpid())"
+    dead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lost = tmp_path / "twilio-lost.jsonl"
+    opened = {"t_ms": 0, "event": "call_connected", "pid": int(dead.stdout)}
+    lost.write_text(json.dumps(opened) + "\n", "utf-8")
+    os.utime(lost, (time.time() - 60, time.time() - 60))
+    logs = CallLogs(CallLogOptions(tmp_path, keep=1, max_age_s=3600))
+    ended = logs.open("twilio-1", "twilio")
+    assert ended is not None
+    ended.close(1000, "call ended", "CA1")
+    logs.close()
+    assert os.listdir(tmp_path) == ["twilio-1.jsonl"]
+
+
+def records_of(path: Path) -> list[Any]:
+    """A call log's records."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_open_logs_of_a_dead_worker_are_closed_with_1006_and_why(tmp_path: Path) -> None:
+    """The supervisor ends the logs of the calls a killed worker took with it; another
+    worker's live call and a call that had ended are left alone."""
+    opened = {"t_ms": 0, "event": "call_connected", "pid": 41}
+    started = {"t_ms": 0, "event": "call_started", "call_id": "CA1"}
+    lost = tmp_path / "twilio-lost.jsonl"
+    lost.write_text(f'{json.dumps(opened)}\n{json.dumps(started)}\n{{"t_ms": 900, "ev', "utf-8")
+    other = tmp_path / "twilio-other.jsonl"
+    other.write_text(json.dumps({**opened, "pid": 42}) + "\n", "utf-8")
+    ended = tmp_path / "twilio-ended.jsonl"
+    ended.write_text(json.dumps(opened) + '\n{"event": "call_closed"}\n', "utf-8")
+    before = {path: path.read_bytes() for path in (other, ended)}
+    reason = "worker 0 (pid 41) exited (killed by SIGKILL)"
+    assert close_lost_logs(tmp_path, 41, reason, since=time.time() - 60) == 1
+    *_, cut, last = lost.read_text().splitlines()
+    assert cut == '{"t_ms": 900, "ev'  # the line the worker died writing stays on its own
+    closed = json.loads(last)
+    assert (closed["event"], closed["code"], closed["reason"]) == ("call_closed", 1006, reason)
+    assert closed["provider_call_id"] == "CA1"
+    assert {path: path.read_bytes() for path in (other, ended)} == before
 
 
 async def test_calls_are_rate_limited_per_address(tmp_path: Path) -> None:

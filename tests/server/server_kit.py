@@ -101,6 +101,27 @@ class ScriptedRunner:
         return True
 
 
+class NullTransport:
+    """A transport with no peer, for registry tests that never run a call."""
+
+    async def receive(self) -> str | bytes | None:
+        return None
+
+    async def send(self, message: str | bytes) -> None:
+        return None
+
+    async def close(self, code: int, reason: str) -> None:
+        return None
+
+    @property
+    def peer_close(self) -> str | None:
+        return None
+
+    @property
+    def sent_close(self) -> tuple[int, str] | None:
+        return None
+
+
 def loopback_options(**changes: Any) -> GatewayOptions:
     """Options for a gateway on a free loopback port."""
     return replace(GatewayOptions(port=0, shutdown_deadline_s=5.0), **changes)

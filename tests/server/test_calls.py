@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
+import struct
+from pathlib import Path
 
 import pytest
 
 from tests.server.server_kit import (
+    NullTransport,
     ScriptedRunner,
     call,
     close_of,
@@ -20,6 +24,7 @@ from tests.server.server_kit import (
 )
 from voicegate.codecs import Codec
 from voicegate.errors import RemoteProtocolError
+from voicegate.gateway.calllog import CallLogOptions
 from voicegate.gateway.calls import CallRegistry
 from voicegate.gateway.transport import CallGate, Refusal, Transport
 from voicegate.gateway.websocket import MAX_CLOSE_REASON_BYTES, close_reason
@@ -145,7 +150,7 @@ def test_close_reasons_fit_a_close_frame_without_splitting_characters() -> None:
 
 async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
     registry = CallRegistry(capacity=2)
-    transport = _NullTransport()
+    transport = NullTransport()
     assert registry.admit("a", "twilio", transport) == Refusal(
         1013, "the gateway is starting, try again"
     )
@@ -170,20 +175,34 @@ async def test_the_registry_admits_up_to_capacity_and_frees_slots() -> None:
     assert [c.call_id for c in registry.active] == ["b", "c"]
 
 
-class _NullTransport:
-    async def receive(self) -> str | bytes | None:
-        return None
+async def test_a_call_whose_connection_drops_is_recorded_as_1006_not_a_normal_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A caller reset mid-call (no close frame) is logged, counted and kept in its call log
+    as 1006 "the connection was lost" (RFC 6455 §7.1.5), not as 1000 "call ended"."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway.server")
+    logs = CallLogOptions(tmp_path)
+    async with running_gateway(ScriptedRunner(), call_logs=logs) as gateway:
+        async with call(gateway, "/twilio") as client:
+            assert await receive_json(client) == {"dialect": "twilio"}
+            await client.send(twilio_start("CA-RESET"))
+            assert await receive_json(client) == {"event": "CallStarted"}
+            sock = client.transport.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.transport.abort()  # SO_LINGER 0: the kernel sends a reset
+        await eventually(lambda: not gateway.calls.active, "the call to end")
+    ended = [r.getMessage() for r in caplog.records if " ended: " in r.getMessage()]
+    assert [line.split(": ", 1)[1] for line in ended] == ["1006 the connection was lost"]
+    last = last_record(tmp_path)
+    assert (last["event"], last["code"], last["reason"]) == (
+        "call_closed",
+        1006,
+        "the connection was lost",
+    )
 
-    async def send(self, message: str | bytes) -> None:
-        return None
 
-    async def close(self, code: int, reason: str) -> None:
-        return None
-
-    @property
-    def peer_close(self) -> str | None:
-        return None
-
-    @property
-    def sent_close(self) -> tuple[int, str] | None:
-        return None
+def last_record(directory: Path) -> dict[str, object]:
+    """The last record of the one call log in ``directory``."""
+    (log_file,) = directory.glob("*.jsonl")
+    record: dict[str, object] = json.loads(log_file.read_text().splitlines()[-1])
+    return record

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from unittest import mock
 
 import pytest
+from aiohttp.http_writer import StreamWriter
+from aiohttp.test_utils import make_mocked_request
 
 from tests.server.raw_ws import Raw, frame, raw_websocket, server_close
 from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.codecs.base import Codec
 from voicegate.gateway.calls import DrainResult
 from voicegate.gateway.transport import CallGate, Transport
+from voicegate.gateway.websocket import GatewayWebSocket
 
 SHUTTING_DOWN = "the gateway is shutting down"
 CLOSE = 0x8
@@ -81,3 +85,30 @@ async def test_a_hang_up_beside_a_reader_waits_for_the_peers_close_frame() -> No
             assert await server_close(reader) == (1000, "the agent ended the call")
             await answers_late(reader, writer)
         await eventually(lambda: not gateway.calls.active, "the call to end")
+
+
+async def test_a_peer_gone_during_the_upgrade_leaves_nothing_to_close() -> None:
+    """The peer resets the connection while the 101 is written: prepare() fails with a
+    ConnectionError, the route returns the response, and aiohttp's server then prepares and
+    ends it. That ending must not raise (it was logged as an unhandled error, with a trace,
+    for every abandoned upgrade)."""
+    transport = mock.Mock()
+    transport.is_closing.return_value = True  # the reset arrived: writes fail
+    protocol = mock.Mock(transport=transport)
+    writer = StreamWriter(protocol, asyncio.get_running_loop())
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version": "13",
+    }
+    request = make_mocked_request(
+        "GET", "/twilio", headers, writer=writer, protocol=protocol, transport=transport
+    )
+    socket = GatewayWebSocket()
+    with pytest.raises(ConnectionError):
+        await socket.prepare(request)
+    # What aiohttp's finish_response does with the returned response:
+    await socket.prepare(request)
+    await socket.write_eof()
+    assert not await socket.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import signal
@@ -231,6 +232,8 @@ async def test_two_workers_share_calls_capacity_and_survive_a_killed_worker(
         assert await refused.run() == (1013, "at capacity (2 calls)")
 
         # SIGKILL worker 0: its call is cut, the other worker's call goes on; it is restarted.
+        sids = [call.caller.call_id for call, _ in held]
+        await eventually(lambda: started_logs(tmp_path, sids), "both calls' logs written")
         killed = workers[0]["pid"]
         os.kill(killed, signal.SIGKILL)
 
@@ -266,6 +269,21 @@ async def test_two_workers_share_calls_capacity_and_survive_a_killed_worker(
     assert f"worker 0 (pid {killed}) exited (killed by SIGKILL)" in log
     assert "worker 0 restarted" in log
     assert "drained: 0 finished, 1 closed" in log
+    # The killed worker's call is closed in its log with why (it got no close frame).
+    lost = [close for close in last_records(tmp_path / "data" / "calls") if close["code"] == 1006]
+    reason = f"worker 0 (pid {killed}) exited (killed by SIGKILL)"
+    assert [(close["event"], close["reason"]) for close in lost] == [("call_closed", reason)]
+
+
+async def started_logs(tmp_path: Path, call_sids: list[str]) -> bool:
+    """Whether the calls' logs hold their start (the log writer gathers for 0.25 s)."""
+    logs = [path.read_text() for path in (tmp_path / "data" / "calls").glob("*.jsonl")]
+    return all(any(f'"call_id": "{sid}"' in text for text in logs) for sid in call_sids)
+
+
+def last_records(directory: Path) -> list[dict[str, Any]]:
+    """The last record of every call log in ``directory``."""
+    return [json.loads(p.read_text().splitlines()[-1]) for p in directory.glob("*.jsonl")]
 
 
 async def test_one_worker_reports_itself(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`voicegate serve`: run the gateway until SIGTERM/SIGINT, then drain and exit 0.
+"""`voicegate serve`: run the gateway until SIGTERM/SIGINT/SIGHUP, then drain and exit 0.
 
 This is the edge where the object graph is built, explicitly (design §3, §7): settings from
 the file and the command line, secrets from the environment, the call runner, the gateway.
@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="run the gateway (HTTP and WebSockets on one port)",
-        description="Run the gateway until SIGTERM or SIGINT, then drain calls and exit.",
+        description="Run the gateway until SIGTERM, SIGINT or SIGHUP, then drain calls and exit.",
     )
     parser.add_argument(
         "--config",
@@ -223,6 +223,7 @@ async def _supervise(plan: ServePlan, options: GatewayOptions, workers: int) -> 
         + CANCEL_GRACE_S
         + HTTP_SHUTDOWN_TIMEOUT_S
         + STOP_MARGIN_S,
+        call_logs=None if options.call_logs is None else options.call_logs.directory,
     )
     supervisor = Supervisor(serve_worker, plan, supervisor_options)
     return await supervisor.run(lambda base: announce_at(base, options, workers))

@@ -11,26 +11,31 @@ latter belongs to a live call, or to a worker that died (docs/timeline.md, "Call
 
 Each file is bounded (``max_bytes``: records past it are counted in one
 ``call_log_truncated`` record), and the directory is pruned as calls end: files older than
-``max_age_s``, and the oldest beyond ``keep``, are deleted. A prune lists and stats the whole
-directory (about 2 s of CPU per 300 calls when done after each one, issue 12), so it runs once
-every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that many files over
-``keep`` in between. Every worker of
-``voicegate serve --workers N`` writes into the same directory, so any of them can show
-every call (gateway/callviews.py).
+``max_age_s``, and the oldest closed ones beyond ``keep``, are deleted. A prune lists and
+stats the whole directory (about 2 s of CPU per 300 calls when done after each one, issue
+12), so it runs once every ``keep // PRUNE_SHARE`` ended calls: the directory may hold that
+many files over ``keep`` in between. Every worker of ``voicegate serve --workers N`` writes
+into the same directory, so any of them can show every call (gateway/callviews.py); a prune
+therefore deletes an open log only once the worker that wrote it is gone (else it may be
+another worker's live call).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from voicegate.gateway.transport import CLOSE_ABNORMAL
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,8 @@ PRUNE_SHARE = 20
 #: How long records gather before the writer writes them. A worker that dies loses at most
 #: this much of its calls' last records; /calls shows a live call this much behind.
 WRITE_INTERVAL_S = 0.25
+#: How much of a log's end a prune reads to find its ``call_closed`` record.
+CLOSED_TAIL_BYTES = 4096
 
 
 def safe_call_id(call_id: str) -> bool:
@@ -142,19 +149,21 @@ class CallLogs:
             self.prune()
 
     def prune(self) -> None:
-        """Delete logs past ``max_age_s`` and the oldest beyond ``keep`` (not live ones)."""
+        """Delete logs past ``max_age_s`` and the oldest closed ones beyond ``keep``."""
         options = self.options
         try:
-            files = [(p.stat().st_mtime, p) for p in options.directory.glob("*" + SUFFIX)]
+            files = _by_age(options.directory.glob("*" + SUFFIX))
         except OSError as error:
             log.warning("call logs: cannot list %s: %s", options.directory, error)
             return
-        files.sort(reverse=True)  # newest first
         oldest_kept = time.time() - options.max_age_s
         for index, (mtime, path) in enumerate(files):
             if path.stem in self._live:
                 continue
-            if index >= options.keep or mtime < oldest_kept:
+            # Past ``keep``, only the log of a call that is over goes: an open one may be
+            # another worker's live call, which this worker's ``_live`` does not know (they
+            # share the directory).
+            if mtime < oldest_kept or (index >= options.keep and _over(path)):
                 path.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -167,6 +176,96 @@ class CallLogs:
     def _watch(future: Future[None]) -> None:
         # The writer's jobs catch their own OSErrors; anything else is a bug worth a trace.
         future.add_done_callback(_log_failure)
+
+
+def _by_age(paths: Iterable[Path]) -> list[tuple[float, Path]]:
+    """``(mtime, path)`` of each file, newest first; files deleted meanwhile (another
+    worker's prune) are left out."""
+    files = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            files.append((path.stat().st_mtime, path))
+    return sorted(files, reverse=True)
+
+
+def _over(path: Path) -> bool:
+    """Whether the call of the log at ``path`` is over: it ends with ``call_closed``, or the
+    worker that ran it is gone (a log it left open: the call is lost, /calls says so)."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(CLOSED_TAIL_BYTES)
+            file.seek(max(0, file.seek(0, os.SEEK_END) - CLOSED_TAIL_BYTES))
+            last = file.read().rstrip(b"\n").rpartition(b"\n")[2]
+        if json.loads(last).get("event") == CLOSED:
+            return True
+        pid = json.loads(first).get("pid")
+        return isinstance(pid, int) and not process_alive(pid)
+    except (OSError, ValueError, AttributeError):
+        return False  # gone, unreadable, or a cut line: not known to be over
+
+
+def close_lost_logs(directory: Path, pid: int, reason: str, since: float) -> int:
+    """End the logs worker ``pid`` left open when it died (call it once the process is gone):
+    each gets its ``call_closed``, 1006 and ``reason``, as its peer got no close frame.
+
+    Only logs written since ``since`` (the worker's start, Unix s) are read; how many closed.
+    """
+    closed = 0
+    for mtime, path in _by_age(directory.glob("*" + SUFFIX)):
+        if mtime < since:
+            break  # newest first: the rest were last written before the worker started
+        try:
+            closed += _close_lost(path, pid, reason)
+        except OSError as error:
+            log.warning("call logs: cannot close %s: %s", path.name, error)
+    return closed
+
+
+def _close_lost(path: Path, pid: int, reason: str) -> bool:
+    data = path.read_bytes()
+    records = whole_records(data)
+    if not records or records[0].get("event") != OPENED or records[0].get("pid") != pid:
+        return False  # another worker's call
+    if records[-1].get("event") == CLOSED:
+        return False
+    started = next((r for r in records if r.get("event") == "call_started"), {})
+    last_ms = max((r["t_ms"] for r in records if isinstance(r.get("t_ms"), int)), default=0)
+    closing = {
+        "t_ms": last_ms,
+        "event": CLOSED,
+        "code": CLOSE_ABNORMAL,
+        "reason": reason,
+        "provider_call_id": started.get("call_id"),
+        "ended_at": time.time(),
+    }
+    line = (json.dumps(closing) + "\n").encode("utf-8")
+    with path.open("ab") as file:  # after a line the worker died writing, on its own line
+        file.write(line if data.endswith(b"\n") else b"\n" + line)
+    return True
+
+
+def whole_records(data: bytes) -> list[dict[str, Any]]:
+    """The whole JSON lines in ``data`` (a cut first or last line is skipped)."""
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (the worker that wrote a log)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _log_failure(future: Future[None]) -> None:

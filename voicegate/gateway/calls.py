@@ -18,11 +18,13 @@ from voicegate.errors import RemoteProtocolError, StoreError
 from voicegate.gateway.overload import LoadGuard
 from voicegate.gateway.ratelimit import SocketCounter
 from voicegate.gateway.transport import (
+    CLOSE_ABNORMAL,
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
     CLOSE_NORMAL,
     CLOSE_POLICY_VIOLATION,
     CLOSE_TRY_AGAIN_LATER,
+    CONNECTION_LOST,
     CallGate,
     CallLeases,
     CallRunner,
@@ -37,6 +39,7 @@ E = TypeVar("E", bound=Exception)
 #: After the deadline, how long cancelled calls get to unwind before the drain gives up on them.
 CANCEL_GRACE_S = 5.0
 SHUTDOWN_REASON = "the gateway is shutting down"
+_ALREADY_LIVE = Refusal(CLOSE_POLICY_VIOLATION, "a stream for this call id is already live")
 
 
 class Admission(enum.Enum):
@@ -89,6 +92,14 @@ class ActiveCall:
             self.close_code, self.close_reason = code, reason
 
 
+class Seat(enum.Enum):
+    """A capacity gate's answer at a call's `start`."""
+
+    TAKEN = "taken"  # admitted and counted
+    FULL = "full"  # at capacity
+    LIVE = "live"  # a stream of this provider call id is live already (on another worker)
+
+
 class CapacityGate(Protocol):
     """Admission against a capacity shared by every process serving the deployment's calls.
 
@@ -105,11 +116,12 @@ class CapacityGate(Protocol):
         """Calls admitted and not yet released, across everything the gate spans."""
         ...
 
-    def try_admit(self) -> bool:
-        """Count one more call unless at capacity; checked and counted in one step."""
+    def try_admit(self, call_id: str = "") -> Seat:
+        """Count one more call unless at capacity or ``call_id`` (the provider's) is live
+        anywhere the gate spans; checked and counted in one step."""
         ...
 
-    def release(self) -> None:
+    def release(self, call_id: str = "") -> None:
         """Count one admitted call as ended."""
         ...
 
@@ -132,14 +144,14 @@ class LocalCapacityGate:
         """Calls admitted and not yet released."""
         return self._active
 
-    def try_admit(self) -> bool:
-        """Count one more call unless at capacity."""
+    def try_admit(self, call_id: str = "") -> Seat:
+        """Count one more call unless at capacity (the registry knows this process's ids)."""
         if self._active >= self._capacity:
-            return False
+            return Seat.FULL
         self._active += 1
-        return True
+        return Seat.TAKEN
 
-    def release(self) -> None:
+    def release(self, call_id: str = "") -> None:
         """Count one call as ended."""
         self._active = max(0, self._active - 1)
 
@@ -254,12 +266,17 @@ class CallRegistry:
         """Give ``call`` a place at its `start`, unless full or that provider call is live."""
         if provider_call_id in self._live:
             # Refused without touching the live stream (issue 15 #1).
-            return Refusal(CLOSE_POLICY_VIOLATION, "a stream for this call id is already live")
+            return _ALREADY_LIVE
         refusal = self.refusal()
         if refusal is not None:
             return refusal
-        if not self._gate.try_admit():  # another worker may have taken the last place
-            return self._full()
+        # Another worker may have taken the last place, or hold a stream of this call: that
+        # one goes on (the store would otherwise hand the call to this newer stream).
+        match self._gate.try_admit(provider_call_id):
+            case Seat.FULL:
+                return self._full()
+            case Seat.LIVE:
+                return _ALREADY_LIVE
         call.provider_call_id = provider_call_id
         self._live[provider_call_id] = call
         self._stop_waiting(call)
@@ -271,7 +288,7 @@ class CallRegistry:
             self._stop_waiting(call)  # it never started: its waiting place is free
         if call.provider_call_id is not None and self._live.get(call.provider_call_id) is call:
             del self._live[call.provider_call_id]
-            self._gate.release()
+            self._gate.release(call.provider_call_id)
         if not self._calls:
             self._idle.set()
 
@@ -353,8 +370,16 @@ async def _guarded(call: ActiveCall, runner: CallRunner, codec: Codec, gate: Cal
     else:
         # The session may have closed the socket itself (a protocol error: 1002/1008; the
         # agent's hang-up): the log, the metrics and the call log say what the peer got.
-        code, reason = call.transport.sent_close or (CLOSE_NORMAL, "call ended")
+        code, reason = call.transport.sent_close or _ended_by_peer(call.transport)
         call.decide(code, reason)
+
+
+def _ended_by_peer(transport: Transport) -> tuple[int, str]:
+    """How a call the peer ended is reported: 1000, or 1006 when its connection dropped
+    without a close frame (a reset, a killed caller), so the metrics tell those apart."""
+    if transport.peer_close == CONNECTION_LOST:
+        return CLOSE_ABNORMAL, CONNECTION_LOST
+    return CLOSE_NORMAL, "call ended"
 
 
 def _only(error: Exception, kind: type[E]) -> E | None:

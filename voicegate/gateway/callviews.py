@@ -26,7 +26,6 @@ import base64
 import binascii
 import hmac
 import ipaddress
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +34,15 @@ from typing import Any
 from aiohttp import web
 
 from voicegate.gateway.auth import bearer_valid
-from voicegate.gateway.calllog import CLOSED, OPENED, SUFFIX, CallLogOptions, safe_call_id
+from voicegate.gateway.calllog import (
+    CLOSED,
+    OPENED,
+    SUFFIX,
+    CallLogOptions,
+    process_alive,
+    safe_call_id,
+    whole_records,
+)
 
 #: Bytes of records one ``records`` answer carries at most (the page asks again).
 READ_CHUNK = 256 * 1024
@@ -108,12 +115,12 @@ def summary(path: Path) -> dict[str, Any] | None:
             tail = file.read(TAIL_BYTES)
     except OSError:
         return None
-    head_records = _records(head)
+    head_records = whole_records(head)
     opened = next((r for r in head_records if r.get("event") == OPENED), None)
     if opened is None:
         return None
     started = next((r for r in head_records if r.get("event") == "call_started"), {})
-    closed = next((r for r in reversed(_records(tail)) if r.get("event") == CLOSED), None)
+    closed = next((r for r in reversed(whole_records(tail)) if r.get("event") == CLOSED), None)
     return {
         "call_id": path.stem,
         "dialect": opened.get("dialect"),
@@ -132,30 +139,7 @@ def _state(opened: dict[str, Any], closed: dict[str, Any] | None) -> str:
     if closed is not None:
         return "ended"
     pid = opened.get("pid")
-    return "live" if isinstance(pid, int) and _process_alive(pid) else "lost"
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _records(data: bytes) -> list[dict[str, Any]]:
-    """The whole JSON lines in ``data`` (a cut first or last line is skipped)."""
-    out = []
-    for line in data.split(b"\n"):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
+    return "live" if isinstance(pid, int) and process_alive(pid) else "lost"
 
 
 def read_records(path: Path, offset: int) -> dict[str, Any] | None:
@@ -167,7 +151,7 @@ def read_records(path: Path, offset: int) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     whole = data[: data.rfind(b"\n") + 1]  # a line still being written waits for next time
-    records = _records(whole)
+    records = whole_records(whole)
     ended = any(r.get("event") == CLOSED for r in records)
     return {"records": records, "offset": offset + len(whole), "ended": ended}
 

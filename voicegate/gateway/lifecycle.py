@@ -1,4 +1,4 @@
-"""A gateway's life: listen, open for calls, drain on SIGTERM/SIGINT, stop.
+"""A gateway's life: listen, open for calls, drain on SIGTERM/SIGINT/SIGHUP, stop.
 
 :class:`Gateway` is what the CLI, the replay tool and the tests drive; :func:`serve` adds the
 signal handling of a long-running process. Draining (issue 4, "graceful stop") refuses new
@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 #: Once calls are drained, how long aiohttp waits for other open HTTP requests on cleanup.
 HTTP_SHUTDOWN_TIMEOUT_S = 2.0
 #: The signals that stop a gateway: the first drains, the next skips the drain's deadline.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: SIGHUP is the terminal hanging up (a closed window, a dropped SSH session): its default
+#: action killed the gateway at once, every call cut without a close frame or a reason.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 CRASH_REASON = "the gateway worker failed"
 
 
@@ -192,8 +194,12 @@ async def serve(
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
     signals: tuple[signal.Signals, ...] = STOP_SIGNALS,
+    hurry_signals: tuple[signal.Signals, ...] | None = None,
 ) -> DrainResult:
     """Run ``gateway`` until one of ``signals`` (or ``stop`` is set), then drain and close it.
+
+    A second of ``signals`` skips the drain's deadline; with ``hurry_signals``, only those do
+    (a worker: its supervisor forwards SIGTERM, which may reach it directly too).
 
     ``warm_up`` runs after the socket is bound and before calls are admitted, so probes see
     ``/healthz`` alive and ``/readyz`` "starting" meanwhile. The loop-lag monitor runs from
@@ -203,7 +209,7 @@ async def serve(
     hurry = asyncio.Event()
     await gateway.start()
     try:
-        with _signals_set(stop, hurry, signals if handle_signals else ()):
+        with _signals_set(stop, hurry, signals if handle_signals else (), hurry_signals):
             async with asyncio.TaskGroup() as tasks:
                 monitor = tasks.create_task(watch_loop(gateway.record_lag), name="loop-lag")
                 result = await _serve_until(gateway, stop, hurry, warm_up, on_listening)
@@ -239,18 +245,28 @@ async def _serve_until(
 
 @contextmanager
 def _signals_set(
-    stop: asyncio.Event, hurry: asyncio.Event, signals: tuple[signal.Signals, ...]
+    stop: asyncio.Event,
+    hurry: asyncio.Event,
+    signals: tuple[signal.Signals, ...],
+    hurry_signals: tuple[signal.Signals, ...] | None,
 ) -> Iterator[None]:
-    """While inside, the first of ``signals`` sets ``stop`` and the next one ``hurry``."""
+    """While inside, the first of ``signals`` sets ``stop`` and the next one ``hurry`` (with
+    ``hurry_signals``, those set ``hurry`` and ``signals`` only ``stop``)."""
     loop = asyncio.get_running_loop()
 
     def on_signal() -> None:
-        (hurry if stop.is_set() else stop).set()
+        (hurry if stop.is_set() and hurry_signals is None else stop).set()
 
-    for number in signals:
-        loop.add_signal_handler(number, on_signal)
+    def on_hurry() -> None:
+        stop.set()
+        hurry.set()
+
+    handlers = {number: on_signal for number in signals}
+    handlers.update({number: on_hurry for number in hurry_signals or ()})
+    for number, handler in handlers.items():
+        loop.add_signal_handler(number, handler)
     try:
         yield
     finally:
-        for number in signals:
+        for number in handlers:
             loop.remove_signal_handler(number)

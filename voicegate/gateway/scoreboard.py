@@ -5,6 +5,11 @@ slot holds the worker's pid, whether it is alive, its restarts, its active and t
 and its media-loop lag histogram (gateway/loopwatch.py). Any worker can therefore answer
 ``GET /workers`` and ``/readyz`` for all of them, and admission counts calls across them.
 
+Each slot also lists the provider call ids (a 63-bit hash of each) of its worker's live
+calls, so that a second stream of a call that is live on another worker is refused at its
+``start`` like one on the same worker (issue 15 #1), instead of taking the call's stored
+state over from under the live stream. A worker that dies frees its ids with its slot.
+
 Admission reads every slot and bumps its own under an ``flock`` of the file: the kernel
 releases that lock when its holder dies, so a worker killed inside the few microseconds it
 holds it cannot wedge the others (a semaphore would stay taken). Lag samples are written
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import mmap
 import os
 import tempfile
@@ -24,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from voicegate.gateway.calls import Seat
 from voicegate.gateway.loopwatch import LAG_BUCKET_UPPER_MS, lag_bucket
 
 #: Where the shared file goes when the system has a RAM-backed directory for it.
@@ -104,9 +113,13 @@ class Scoreboard:
         self._words = memoryview(memory).cast("q")
         self._lock_fd = lock_fd  # None: a private board, one process, no lock needed
         self._path = path
+        self._ids: np.ndarray[Any, np.dtype[np.int64]] | None = None
         if self._words[0] != _MAGIC or self._words[3] != _BUCKETS:
             self.close()
             raise ValueError("not a voicegate scoreboard of this version")
+        # Live call ids, one row of ``capacity`` per worker (at most that many calls each).
+        table = _table_at(self.workers)
+        self._ids = np.frombuffer(memory, np.int64, self.workers * self.capacity, 8 * table)
 
     @classmethod
     def create(cls, workers: int, capacity: int, directory: Path | None = None) -> Scoreboard:
@@ -114,8 +127,8 @@ class Scoreboard:
         directory = directory or (SHM_DIR if SHM_DIR.is_dir() else None)
         fd, name = tempfile.mkstemp(prefix="voicegate-workers-", dir=directory)
         try:
-            os.ftruncate(fd, _size(workers))
-            memory = mmap.mmap(fd, _size(workers))
+            os.ftruncate(fd, _size(workers, capacity))
+            memory = mmap.mmap(fd, _size(workers, capacity))
         except BaseException:
             os.close(fd)
             os.unlink(name)
@@ -137,7 +150,7 @@ class Scoreboard:
     @classmethod
     def private(cls, capacity: int) -> Scoreboard:
         """A one-slot board for a gateway that is its own only worker; slot 0 is this process."""
-        memory = mmap.mmap(-1, _size(1))
+        memory = mmap.mmap(-1, _size(1, capacity))
         _write_header(memory, 1, capacity)
         board = cls(memory, None, None)
         board.spawned(0, os.getpid())
@@ -160,6 +173,7 @@ class Scoreboard:
 
     def close(self) -> None:
         """Unmap; the creator also removes the file."""
+        self._ids = None  # a view of the mapping: it must go before the mapping closes
         self._words.release()
         self._memory.close()
         if self._lock_fd is not None:
@@ -186,20 +200,31 @@ class Scoreboard:
         """Calls running across every worker (a consistent sum needs :meth:`locked`)."""
         return sum(self._words[self._at(i, _ACTIVE)] for i in range(self.workers))
 
-    def try_admit(self, index: int) -> bool:
-        """Count one more call on worker ``index`` if the board is below capacity."""
+    def try_admit(self, index: int, call_id: str = "") -> Seat:
+        """Count one more call on worker ``index`` unless the board is at capacity or (with
+        ``call_id``, the provider's) that call is live on a worker already."""
+        key = call_key(call_id) if call_id else 0
         with self.locked():
+            if key and bool((self._table() == key).any()):
+                return Seat.LIVE
             if self.active_calls() >= self.capacity:
-                return False
+                return Seat.FULL
             self._words[self._at(index, _ACTIVE)] += 1
             self._words[self._at(index, _TOTAL)] += 1
-            return True
+            if key:
+                row = self._row(index)
+                free = np.flatnonzero(row == 0)  # a worker holds at most ``capacity`` calls
+                row[free[0]] = key
+            return Seat.TAKEN
 
-    def release(self, index: int) -> None:
-        """Count one call fewer on worker ``index``."""
+    def release(self, index: int, call_id: str = "") -> None:
+        """Count one call fewer on worker ``index`` (and forget its ``call_id``)."""
         with self.locked():
             at = self._at(index, _ACTIVE)
             self._words[at] = max(0, self._words[at] - 1)
+            if call_id:
+                row = self._row(index)
+                row[np.flatnonzero(row == call_key(call_id))[:1]] = 0
 
     def record_lag(self, index: int, lag_ms: float) -> None:
         """Add one loop-lag sample to worker ``index``'s histogram (its own worker only)."""
@@ -217,6 +242,7 @@ class Scoreboard:
             restarts = self._words[base + _RESTARTS]
             self._words[base : base + _STRIDE] = memoryview(bytes(8 * _STRIDE)).cast("q")
             self._words[base + _RESTARTS] = restarts
+            self._row(index)[:] = 0
 
     def spawned(self, index: int, pid: int) -> None:
         """Mark worker ``index`` alive as process ``pid``."""
@@ -229,6 +255,7 @@ class Scoreboard:
         with self.locked():
             self._words[self._at(index, _ALIVE)] = 0
             self._words[self._at(index, _ACTIVE)] = 0
+            self._row(index)[:] = 0  # its calls ended with it: their ids may start again
 
     def restarted(self, index: int) -> None:
         """Count one restart of worker ``index``."""
@@ -261,6 +288,15 @@ class Scoreboard:
             loop_lag=lag,
         )
 
+    def _table(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        assert self._ids is not None, "the board is closed"
+        return self._ids
+
+    def _row(self, index: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Worker ``index``'s live call ids (0: a free entry)."""
+        self._at(index, 0)  # checks the index
+        return self._table()[index * self.capacity : (index + 1) * self.capacity]
+
     def _at(self, index: int, field: int) -> int:
         if not 0 <= index < self.workers:
             raise IndexError(f"no worker {index} on a board of {self.workers}")
@@ -283,17 +319,29 @@ class SharedCapacityGate:
         """Calls running across the workers."""
         return self._board.active_calls()
 
-    def try_admit(self) -> bool:
-        """Count a new call on this worker unless the workers are at capacity (atomically)."""
-        return self._board.try_admit(self._index)
+    def try_admit(self, call_id: str = "") -> Seat:
+        """Count a new call on this worker unless the workers are at capacity or ``call_id``
+        is live on one of them (checked and counted atomically)."""
+        return self._board.try_admit(self._index, call_id)
 
-    def release(self) -> None:
+    def release(self, call_id: str = "") -> None:
         """Count a call of this worker as ended."""
-        self._board.release(self._index)
+        self._board.release(self._index, call_id)
 
 
-def _size(workers: int) -> int:
-    return 8 * (_HEADER_WORDS + workers * _STRIDE)
+def call_key(call_id: str) -> int:
+    """The board's key for a provider call id: a nonzero 63-bit hash (0 marks a free entry)."""
+    digest = hashlib.blake2b(call_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1 or 1
+
+
+def _table_at(workers: int) -> int:
+    """The word where the live call ids start, after the header and the slots."""
+    return _HEADER_WORDS + workers * _STRIDE
+
+
+def _size(workers: int, capacity: int) -> int:
+    return 8 * (_table_at(workers) + workers * capacity)
 
 
 def _write_header(memory: mmap.mmap, workers: int, capacity: int) -> None:

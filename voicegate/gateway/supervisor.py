@@ -9,9 +9,10 @@ worker's calls live and die with it. The supervisor:
 - prints nothing itself until every worker listens, then calls ``on_listening(base_url)``;
 - restarts a worker that exits, after a back-off that grows while it keeps dying young, and
   zeroes its slot on the scoreboard so its dead calls stop counting against the capacity;
-- on SIGTERM/SIGINT forwards SIGTERM to every worker, each of which drains as a single
-  gateway does (a second signal is forwarded too, and skips the drain's deadline), and returns
-  once they have all exited (killing any still alive after ``stop_timeout_s``).
+  the call logs the dead worker left open get their ``call_closed`` (1006, and why it ended);
+- on SIGTERM/SIGINT/SIGHUP forwards SIGTERM to every worker, each of which drains as a single
+  gateway does (a second signal sends them ``HURRY_SIGNAL``: skip the drain's deadline), and
+  returns once they have all exited (killing any still alive after ``stop_timeout_s``).
 
 What runs inside a worker is gateway/worker.py.
 """
@@ -36,9 +37,16 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from voicegate.gateway.lifecycle import base_url
+from voicegate.gateway.calllog import close_lost_logs
+from voicegate.gateway.lifecycle import STOP_SIGNALS, base_url
 from voicegate.gateway.scoreboard import Scoreboard
-from voicegate.gateway.worker import StartReport, WorkerEntry, WorkerLaunch, readable
+from voicegate.gateway.worker import (
+    HURRY_SIGNAL,
+    StartReport,
+    WorkerEntry,
+    WorkerLaunch,
+    readable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +69,7 @@ class SupervisorOptions:
     port: int  # 0: the supervisor picks a free one before spawning
     capacity: int
     stop_timeout_s: float  # after SIGTERM, when still-running workers are killed
+    call_logs: Path | None = None  # the workers' call-log directory (None: no call logs)
 
 
 def backoff_s(young_deaths: int) -> float:
@@ -155,7 +164,7 @@ class Supervisor:
         self._metrics_dir: Path | None = None
 
     async def run(self, on_listening: Callable[[str], None]) -> str | None:
-        """Serve until SIGTERM/SIGINT; None, or why the workers could not start.
+        """Serve until SIGTERM/SIGINT/SIGHUP; None, or why the workers could not start.
 
         Raises ``OSError`` when the port cannot be reserved.
         """
@@ -178,7 +187,7 @@ class Supervisor:
         """First call: stop (workers drain); later calls: workers skip their deadline."""
         if self._stop.is_set():
             log.info("second stop request: workers close their calls now")
-            self.signal_all(signal.SIGTERM)
+            self.signal_all(HURRY_SIGNAL)
         self._stop.set()
 
     def signal_all(self, number: signal.Signals) -> None:
@@ -218,9 +227,10 @@ class Supervisor:
                 self._first_start(failure, announce)
             elif failure is None:
                 log.info("worker %d restarted (pid %d)", index, worker.pid)
-            born = time.monotonic()
+            born, born_wall = time.monotonic(), time.time()
             code = await worker.exited()
             board.exited(index)
+            await self._close_lost_calls(worker, code, born_wall)
             if self._metrics_dir is not None:
                 # Its live gauges (calls active) stop counting; its counters are kept.
                 mark_process_dead(worker.pid, str(self._metrics_dir))  # type: ignore[no-untyped-call]
@@ -236,6 +246,16 @@ class Supervisor:
             if await _wait_for(self._stop, delay):
                 return
             board.restarted(index)
+
+    async def _close_lost_calls(self, worker: _Worker, code: int, since: float) -> None:
+        """Close the call logs of the calls a dead worker took with it (if it had calls)."""
+        directory = self._options.call_logs
+        if directory is None or code == 0:  # a worker that exits 0 drained its calls
+            return
+        reason = f"worker {worker.index} (pid {worker.pid}) exited ({describe_exit(code)})"
+        closed = await asyncio.to_thread(close_lost_logs, directory, worker.pid, reason, since)
+        if closed:
+            log.warning("%s: %d call(s) ended with it", reason, closed)
 
     def _first_start(self, failure: str | None, announce: Callable[[], None]) -> None:
         """Announce once every worker listens; stop them all if one could not start."""
@@ -292,9 +312,9 @@ def metrics_directory() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _forwarding_signals(supervisor: Supervisor) -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT ask ``supervisor`` to stop."""
+    """While inside, the stop signals (SIGTERM, SIGINT, SIGHUP) ask ``supervisor`` to stop."""
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGTERM, signal.SIGINT)
+    signals = STOP_SIGNALS
     for number in signals:
         loop.add_signal_handler(number, supervisor.request_stop)
     try:

@@ -17,12 +17,18 @@ from voicegate.errors import PolicyViolationError, RemoteProtocolError
 #: WebSocket close codes (RFC 6455 §7.4.1) the gateway uses.
 CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001  # the gateway is shutting down
+#: Never sent: how a connection that ended without a close frame is reported (RFC 6455
+#: §7.1.5), in the logs, the metrics and the call log.
+CLOSE_ABNORMAL = 1006
 CLOSE_PROTOCOL_ERROR = 1002  # the peer sent a malformed message (RemoteProtocolError)
 CLOSE_INVALID_DATA = 1007  # a text frame that is not UTF-8
 CLOSE_POLICY_VIOLATION = 1008  # the peer broke a limit (PolicyViolationError)
 CLOSE_TOO_BIG = 1009  # a message over the size limit
 CLOSE_INTERNAL_ERROR = 1011  # the call crashed; other calls are untouched
 CLOSE_TRY_AGAIN_LATER = 1013  # the gateway is at capacity
+#: ``Transport.peer_close`` of a connection that dropped (a reset, a lost peer, TCP closed
+#: without a close frame).
+CONNECTION_LOST = "the connection was lost"
 
 
 def close_code_for(error: RemoteProtocolError) -> int:

@@ -33,6 +33,7 @@ from aiohttp.helpers import DEFAULT_CHUNK_SIZE
 from aiohttp.http import WS_CLOSED_MESSAGE
 
 from voicegate.errors import RemoteProtocolError
+from voicegate.gateway.transport import CLOSE_ABNORMAL, CONNECTION_LOST
 
 #: RFC 6455 §5.5: a close frame's payload is at most 125 bytes, 2 of them the status code.
 MAX_CLOSE_REASON_BYTES = 123
@@ -169,6 +170,11 @@ class GatewayWebSocket(web.WebSocketResponse):
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
         """Close, waiting for the peer's close frame; a close aiohttp makes on a bad frame
         says what was wrong."""
+        if self._writer is None and self._payload_writer is not None:
+            # The peer left while the 101 was being written (prepare raised ConnectionError,
+            # server.py returns this response): no WebSocket to close. aiohttp's own close
+            # raises RuntimeError here, which its server logged as an unhandled error.
+            return False
         if not message and code in _LIBRARY_REASONS:
             message = close_reason(self._library_reason(code))
         await self._stop_other_reader()
@@ -241,7 +247,7 @@ class WebSocketTransport:
                 reason = f": {message.extra}" if message.extra else ""
                 self._peer_close = f"the peer closed the connection ({message.data}{reason})"
             case WSMsgType.CLOSED | WSMsgType.ERROR if not self._closing:
-                self._peer_close = "the connection was lost"
+                self._peer_close = CONNECTION_LOST
         return None  # CLOSE, CLOSING, CLOSED, or the connection was lost
 
     async def send(self, message: str | bytes) -> None:
@@ -270,7 +276,7 @@ class WebSocketTransport:
         self._closing = True
         self._sent_close = (code, reason)
         try:
-            if not self._socket.closed:
+            if not self._socket.closed and code != CLOSE_ABNORMAL:  # 1006 is never sent
                 await self._socket.close(code=code, message=close_reason(reason))
         finally:
             self._close_over.set()

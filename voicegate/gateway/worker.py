@@ -2,9 +2,11 @@
 
 A worker is a whole gateway on the port the supervisor reserved, bound with SO_REUSEPORT, with
 its slot on the shared scoreboard. It tells the supervisor once that it listens (or why it
-could not start), drains on SIGTERM, ignores SIGINT (a terminal's Ctrl-C reaches the whole
-process group; the supervisor alone decides and forwards SIGTERM), and drains by itself if
-the supervisor disappears.
+could not start), drains on SIGTERM, ignores SIGINT and SIGHUP (a terminal's Ctrl-C and
+hang-up reach the whole process group; the supervisor alone decides and forwards SIGTERM),
+and drains by itself if the supervisor disappears. A repeated SIGTERM does not cut the drain
+short (systemd stops a service by sending SIGTERM to every process of it, and the supervisor
+forwards its own: a worker gets two); the supervisor's :data:`HURRY_SIGNAL` does.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from voicegate.gateway.scoreboard import Scoreboard
 from voicegate.gateway.transport import CallRunner
 
 log = logging.getLogger(__name__)
+
+#: What the supervisor sends its workers at a second stop request: skip the drain's deadline.
+HURRY_SIGNAL = signal.SIGUSR1
 
 
 class StartReport:
@@ -85,8 +90,11 @@ async def readable(fd: int) -> None:
 
 
 def ignore_terminal_interrupts() -> None:
-    """Leave Ctrl-C to the supervisor, which forwards SIGTERM (first thing in a worker)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Leave Ctrl-C and a terminal's hang-up to the supervisor, which forwards SIGTERM (first
+    thing in a worker; SIGHUP's default action would kill the worker and cut its calls, as
+    :data:`HURRY_SIGNAL`'s would while the worker starts)."""
+    for number in (signal.SIGINT, signal.SIGHUP, HURRY_SIGNAL):
+        signal.signal(number, signal.SIG_IGN)
 
 
 async def run_worker(
@@ -116,6 +124,7 @@ async def run_worker(
                     gateway,
                     stop=stop,
                     signals=(signal.SIGTERM,),
+                    hurry_signals=(HURRY_SIGNAL,),
                     on_listening=lambda _: launch.report.listening(),
                 )
     finally:
