@@ -7,6 +7,7 @@ the tests say exactly which header field or chunk layout they exercise.
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +182,55 @@ def test_an_odd_data_chunk_drops_the_partial_sample(tmp_path: Path) -> None:
 def test_what_cannot_be_decoded_is_named(tmp_path: Path, content: bytes, message: str) -> None:
     with pytest.raises(AudioFormatError, match=message):
         read(tmp_path, content)
+
+
+def test_a_block_align_without_the_channels_reads_by_the_bits_and_byte_rate(
+    tmp_path: Path,
+) -> None:
+    frames = np.array([[1000, 3000], [-2000, -4000], [5, 7]], dtype="<i2")
+    content = bytearray(wave_file(PCM, frames.tobytes(), channels=2))
+    struct.pack_into("<H", content, 32, 2)  # block_align 2: one channel's worth, not two
+    samples, _ = read(tmp_path, bytes(content))  # the byte rate (64000) still says 4
+    assert samples.tolist() == [2000, -3000, 6]
+
+
+def test_a_header_whose_sizes_all_disagree_is_refused(tmp_path: Path) -> None:
+    content = bytearray(wave_file(PCM, bytes(64), channels=2))
+    struct.pack_into("<IH", content, 28, 16000 * 2, 2)  # byte rate and block_align: 8 bits
+    with pytest.raises(AudioFormatError, match=r"contradicts itself: 16-bit samples do not fit"):
+        read(tmp_path, bytes(content))
+
+
+def test_a_missing_pad_byte_after_an_odd_chunk_is_forgiven(tmp_path: Path) -> None:
+    odd = b"LIST" + struct.pack("<I", 5) + b"INFOx"  # no pad byte after it
+    samples, _ = read(tmp_path, wave_file(PCM, SPEECHLIKE.astype("<i2").tobytes(), before=odd))
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+def test_a_file_cut_short_says_how_much_audio_its_header_promised(tmp_path: Path) -> None:
+    content = wave_file(PCM, np.zeros(8000, dtype="<i2").tobytes(), rate=8000)
+    path = tmp_path / "cut.wav"
+    path.write_bytes(content[: len(content) - 4000])  # the last 2000 samples: 250 ms
+    audio = read_wav(path)
+    assert (audio.duration_ms, audio.missing_ms) == (750, 250)
+    assert audio.notes() == (
+        "the file is cut short: its header promises 250 ms more audio than the 750 ms it holds",
+    )
+
+
+def test_a_long_wide_file_is_decoded_without_holding_it_in_memory(tmp_path: Path) -> None:
+    # 40 s of 48 kHz stereo float (15 MB): decoded whole, its float64 copies took ~6x that.
+    frames = 40 * 48000
+    tone = np.sin(np.arange(frames) * 0.05).astype("<f4") * 0.5
+    data = np.stack([tone, -tone], axis=1).tobytes()
+    path = tmp_path / "long.wav"
+    path.write_bytes(wave_file(FLOAT, data, channels=2, rate=48000, bits=32))
+    tracemalloc.start()
+    try:
+        audio = read_wav(path, channel=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(audio.samples) == frames
+    assert np.array_equal(audio.samples[:3], np.rint(tone[:3] * 32768).astype(np.int16))
+    assert peak < len(data) // 2  # the mono PCM16 result (3.8 MB) and a few blocks of scratch

@@ -7,13 +7,21 @@ accepts (docs/replay.md, "What it streams"):
   skipped, each with its pad byte when its size is odd (RIFF: chunks start on even offsets);
 - a ``data`` size of 0 or 0xFFFFFFFF is what a writer streaming to a pipe leaves when it
   cannot seek back to fill it in (ffmpeg, sox, many recorders): the audio then runs to the
-  end of the file, as it does when a size is larger than the file (a recording cut short).
+  end of the file, as it does when a size is larger than the file (a recording cut short,
+  whose missing bytes :attr:`WaveChunks.missing` counts);
+- a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk.
+
+It reads chunk headers from a seekable stream and never the audio itself, so a long recording
+is decoded block by block (:mod:`voicegate.audio.wav`) instead of held twice in memory.
 """
 
 from __future__ import annotations
 
+import os
+import string
 import struct
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from voicegate.errors import AudioFormatError
 
@@ -32,6 +40,10 @@ EXTENSIBLE = 0xFFFE
 MIN_RATE, MAX_RATE = 1000, 768000
 
 _CHUNK_HEADER = struct.Struct("<4sI")
+#: More than any ``fmt `` chunk holds (40 bytes for WAVE_FORMAT_EXTENSIBLE): a damaged size
+#: must not make the parser read a whole file into memory.
+_MAX_FMT_BYTES = 1024
+_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + " _")
 _FMT = struct.Struct("<HHIIHH")
 _EXTENSIBLE_FMT = struct.Struct("<HHIH")  # cbSize, valid bits, channel mask, sub-format tag
 
@@ -45,42 +57,75 @@ class WaveFormat:
     sample_rate: int
     block_align: int
     bits: int
+    byte_rate: int = 0  # the header's bytes per second: block_align x rate when consistent
 
 
 @dataclass(frozen=True, slots=True)
 class WaveChunks:
-    """A WAVE file's format and the bytes of its audio (whole or partial frames)."""
+    """A WAVE file's format and where its audio lies in the file (whole or partial frames)."""
 
     format: WaveFormat
-    data: bytes
+    data_offset: int
+    data_size: int  # the bytes of audio the file holds
+    missing: int = 0  # the bytes the data chunk declares beyond the end of the file
 
 
-def parse_wave(content: bytes) -> WaveChunks:
-    """Find the ``fmt `` and ``data`` chunks of a RIFF/WAVE file's bytes."""
-    if len(content) < 12 and b"RIFF".startswith(content[:4]):
+def parse_wave(stream: BinaryIO) -> WaveChunks:
+    """Find the ``fmt `` and ``data`` chunks of a RIFF/WAVE file open for binary reading."""
+    file_size = stream.seek(0, os.SEEK_END)
+    stream.seek(0)
+    head = stream.read(12)
+    if len(head) < 12 and b"RIFF".startswith(head[:4]):
         raise AudioFormatError("empty or cut short")
-    if content[:4] not in _MAGICS or content[8:12] != b"WAVE":
+    if head[:4] not in _MAGICS or head[8:12] != b"WAVE":
         raise AudioFormatError("not a RIFF/WAVE file")
     fmt: WaveFormat | None = None
     offset = 12
-    while offset + _CHUNK_HEADER.size <= len(content):
-        chunk_id, size = _CHUNK_HEADER.unpack_from(content, offset)
+    while offset + _CHUNK_HEADER.size <= file_size:
+        chunk_id, size = _CHUNK_HEADER.unpack(_read_at(stream, offset, _CHUNK_HEADER.size))
         start = offset + _CHUNK_HEADER.size
         if chunk_id == b"fmt ":
-            fmt = _parse_fmt(content[start : start + size])
+            fmt = _parse_fmt(stream.read(min(size, _MAX_FMT_BYTES)))
         elif chunk_id == b"data":
             if fmt is None:
                 raise AudioFormatError("the data chunk comes before any fmt chunk")
-            end = len(content) if size in STREAMING_SIZES else start + size
-            return WaveChunks(fmt, content[start:end])
-        offset = start + size + (size & 1)
+            if size in STREAMING_SIZES:
+                return WaveChunks(fmt, start, file_size - start)
+            present = min(size, file_size - start)
+            return WaveChunks(fmt, start, present, missing=size - present)
+        offset = _next_chunk(stream, start + size, size)
     raise AudioFormatError("no fmt chunk" if fmt is None else "no data chunk")
+
+
+def _read_at(stream: BinaryIO, offset: int, count: int) -> bytes:
+    stream.seek(offset)
+    return stream.read(count)
+
+
+def _next_chunk(stream: BinaryIO, end: int, size: int) -> int:
+    """Where the chunk after one ending at ``end`` starts: past its pad byte when it is odd.
+
+    Some writers leave the pad byte out (RIFF requires it); when the byte after the chunk
+    starts a chunk id and the byte after the pad does not, that is such a file.
+    """
+    if not size & 1:
+        return end
+    if not _looks_like_id(_read_at(stream, end + 1, 4)) and _looks_like_id(
+        _read_at(stream, end, 4)
+    ):
+        return end
+    return end + 1
+
+
+def _looks_like_id(text: bytes) -> bool:
+    """Four letters, digits, spaces or underscores, as chunk ids are (``LIST``, ``_PMX``)."""
+    return len(text) == 4 and all(chr(byte) in _ID_CHARACTERS for byte in text)
 
 
 def _parse_fmt(body: bytes) -> WaveFormat:
     if len(body) < _FMT.size:
         raise AudioFormatError(f"fmt chunk of {len(body)} bytes, too short")
-    tag, channels, rate, _, block_align, bits = _FMT.unpack_from(body)
+    tag, channels, rate, byte_rate, block_align, bits = _FMT.unpack_from(body)
     if tag == EXTENSIBLE:
         if len(body) < _FMT.size + _EXTENSIBLE_FMT.size:
             raise AudioFormatError("WAVE_FORMAT_EXTENSIBLE without its sub-format")
@@ -94,4 +139,4 @@ def _parse_fmt(body: bytes) -> WaveFormat:
         raise AudioFormatError(
             f"fmt chunk says {rate} Hz, outside {MIN_RATE}-{MAX_RATE} Hz (a damaged header?)"
         )
-    return WaveFormat(tag, channels, rate, block_align, bits)
+    return WaveFormat(tag, channels, rate, block_align, bits, byte_rate)
