@@ -219,3 +219,14 @@ def test_labels_come_from_the_nearest_tables() -> None:
     synth = labels_of(AUDIO / "synth" / "festival" / "balance_8k.wav")
     assert (synth.transcript, synth.onset_ms) == ("check my balance", None)
     assert labels_of(AUDIO / "human" / "alsa" / "Noise_8k.wav").transcript is None
+
+
+def test_a_wav_cut_short_replays_what_it_holds_with_a_note(tmp_path: Path) -> None:
+    content = (AUDIO / "synth" / "festival" / "balance_8k.wav").read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(content[:16044])  # the header and 1 s of audio
+    recording = load_recording(cut)
+    assert recording.duration_ms == 1000
+    (note,) = recording.notes
+    assert note.startswith("the file is cut short: its header promises ")
+    assert note.endswith(" ms more audio than the 1000 ms it holds")

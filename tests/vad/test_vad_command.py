@@ -123,3 +123,25 @@ def test_bad_options_are_usage_errors(bad: list[str], capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exit_info:
         main(["vad", str(DIGIT), *bad])
     assert exit_info.value.code == 2
+
+
+def test_a_file_without_audio_is_refused_not_analysed_as_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "header_only.wav"
+    write_wav(empty, np.zeros(0, dtype=np.int16), 8000)
+    code, out, err = run([str(empty), "--json"], capsys)
+    assert (code, out) == (1, "")
+    assert "0 ms of audio (0 at 8000 Hz), less than one 20 ms frame: nothing to analyse" in err
+
+
+def test_a_file_cut_short_is_analysed_with_a_note_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content = DIGIT.read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(content[: len(content) // 2])  # a recorder killed mid-file
+    code, out, err = run([str(cut), "--json"], capsys)
+    assert code == 0
+    assert "segments" in json.loads(out)  # stdout stays JSON
+    assert err.startswith(f"voicegate vad: note: {cut}: the file is cut short: its header ")

@@ -78,15 +78,26 @@ def load_recording(path: Path, channel: int | None = None) -> Recording:
     """Read a recorded caller, choosing the format by the file's suffix; ``channel`` picks
     one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does."""
     recording = _load(path, channel)
-    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
-    # and reports only "turns: 0": say instead that there is nothing to replay.
-    if recording.duration_ms < MIN_RECORDING_MS:
-        raise AudioFormatError(
-            f"{path}: {recording.duration_ms} ms of audio ({len(recording.samples)} at "
-            f"{recording.sample_rate} Hz), less than one {MIN_RECORDING_MS} ms frame: "
-            "nothing to replay"
-        )
+    require_audio(path, recording.samples, recording.sample_rate, "replay", recording.notes)
     return recording
+
+
+def require_audio(
+    path: Path, samples: Samples, sample_rate: int, verb: str, notes: tuple[str, ...] = ()
+) -> None:
+    """Refuse a recording shorter than one media frame: there is nothing to ``verb``.
+
+    ``notes`` (a file cut short, ...) are added to the message: they may say why.
+    """
+    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
+    # and reports only "turns: 0", and analyse as "no speech": say instead that it is empty.
+    duration_ms = len(samples) * 1000 // sample_rate
+    if duration_ms < MIN_RECORDING_MS:
+        raise AudioFormatError(
+            f"{path}: {duration_ms} ms of audio ({len(samples)} at {sample_rate} Hz), less "
+            f"than one {MIN_RECORDING_MS} ms frame: nothing to {verb}"
+            + "".join(f"; {note}" for note in notes)
+        )
 
 
 def _load(path: Path, channel: int | None) -> Recording:
@@ -94,7 +105,7 @@ def _load(path: Path, channel: int | None) -> Recording:
     if suffix == ".wav":
         wav = read_wav(path, channel)
         notes = _channel_notes(wav.channels) if channel is None else ()
-        return Recording(wav.samples, wav.sample_rate, notes=notes)
+        return Recording(wav.samples, wav.sample_rate, notes=wav.notes() + notes)
     if channel is not None:
         # The other inputs hold one voice: raw captures are mono, and a Twilio recording's
         # caller is its inbound track whatever else it carries.

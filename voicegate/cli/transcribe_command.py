@@ -1,14 +1,20 @@
 """`voicegate transcribe FILE.wav [--telephone] [--channel C]`: the recogniser's transcript.
 
 A quick check for users and tests. The file (a WAV file at any rate, its channels mixed to
-mono or the one ``--channel`` names) is converted to 16 kHz and decoded as one utterance by
-the same Whisper model ``speech.stt: whisper`` runs; ``--telephone`` first takes it through
-the path a phone call takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
+mono or the one ``--channel`` names) is converted to 16 kHz, and the speech the VAD finds in
+it is decoded, one stretch at a time, by the same Whisper model ``speech.stt: whisper`` runs,
+as a call's utterances are; ``--telephone`` first takes it through the path a phone call
+takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
+
+Only the speech is decoded because Whisper invents words for what holds none: it heard
+"you" in ten seconds of silence, and put it before the words of a recording that starts with
+30 s of silence. A file without speech prints an empty line, and says so on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +22,18 @@ import numpy as np
 import soxr
 
 from voicegate.audio.g711 import ulaw_decode, ulaw_encode
-from voicegate.audio.pcm import Samples
+from voicegate.audio.pcm import Samples, samples_for_ms
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
-from voicegate.audio.wav import read_wav
-from voicegate.cli.channel_option import add_channel_option
+from voicegate.cli.channel_option import add_channel_option, read_input
 from voicegate.cli.wiring import load_whisper
-from voicegate.errors import ConfigError
 from voicegate.speech.embedded.whisper_model import BUNDLED_MODEL, WHISPER_RATE
+from voicegate.vad import VadSettings, detect_segments
 
 TELEPHONE_RATE = 8000
+#: Audio kept either side of a stretch of speech: the VAD's edges clip soft word ends.
+SPEECH_PAD_MS = 300
+#: Stretches closer than this are decoded together, so a sentence is not cut at its pauses.
+JOIN_GAP_MS = 1000
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,16 +63,34 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Transcribe ``args.file`` and print the text."""
-    if not args.file.is_file():
-        raise ConfigError(f"{args.file}: no such file")
-    audio = read_wav(args.file, args.channel)
+    """Transcribe the speech in ``args.file`` and print the text."""
+    audio = read_input(args.file, args.channel, "transcribe")
     samples, rate = audio.samples, audio.sample_rate
     if args.telephone:
         samples, rate = telephone_round_trip(samples, rate), TELEPHONE_RATE
+    wide = convert(samples, rate, WHISPER_RATE)
+    spans = speech_spans(wide, WHISPER_RATE)
+    if not spans:
+        print(f"voicegate transcribe: note: {args.file}: no speech found", file=sys.stderr)
+        print()
+        return 0
     recognizer = load_whisper(args.model)
-    print(recognizer.transcribe(convert(samples, rate, WHISPER_RATE), WHISPER_RATE))
+    texts = [recognizer.transcribe(wide[start:end], WHISPER_RATE) for start, end in spans]
+    print(" ".join(text for text in texts if text))
     return 0
+
+
+def speech_spans(samples: Samples, sample_rate: int) -> list[tuple[int, int]]:
+    """The sample ranges of the speech the VAD finds, padded, and joined across short pauses."""
+    pad, gap = samples_for_ms(sample_rate, SPEECH_PAD_MS), samples_for_ms(sample_rate, JOIN_GAP_MS)
+    spans: list[tuple[int, int]] = []
+    for segment in detect_segments(samples, sample_rate, VadSettings()):
+        start = max(0, samples_for_ms(sample_rate, segment.start_ms) - pad)
+        end = min(len(samples), samples_for_ms(sample_rate, segment.end_ms) + pad)
+        if spans and start - spans[-1][1] < gap:
+            start = spans.pop()[0]
+        spans.append((start, end))
+    return spans
 
 
 def telephone_round_trip(samples: Samples, sample_rate: int) -> Samples:

@@ -18,10 +18,9 @@ import numpy as np
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import StreamResampler
-from voicegate.audio.wav import WavAudio, read_wav
-from voicegate.cli.channel_option import add_channel_option
+from voicegate.audio.wav import WavAudio
+from voicegate.cli.channel_option import add_channel_option, read_input
 from voicegate.cli.transcribe_command import convert
-from voicegate.errors import ConfigError
 from voicegate.vad import ScorerKind, Segment, VadSettings, detect_segments
 from voicegate.vad.settings import SUPPORTED_RATES
 
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     settings = VadSettings(
         scorer=ScorerKind(args.scorer), webrtc_aggressiveness=args.aggressiveness
     )
-    audio = _read(args.file, args.channel)
+    audio = read_input(args.file, args.channel, "vad")
     samples, rate = _at_a_vad_rate(audio)
     segments = detect_segments(samples, rate, settings)
     if args.json:
@@ -78,12 +77,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(args.file, audio, rate, settings, segments)
     return 0
-
-
-def _read(path: Path, channel: int | None) -> WavAudio:
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file")
-    return read_wav(path, channel)
 
 
 def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
