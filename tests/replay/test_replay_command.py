@@ -28,7 +28,7 @@ from tests.replay.replay_kit import (
     read_jsonl,
 )
 from voicegate.audio.g711 import ulaw_decode, ulaw_encode
-from voicegate.audio.wav import read_wav
+from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.scenario import load_scenario
 from voicegate.cli import wiring
@@ -101,6 +101,18 @@ def test_a_16khz_wav_replays_as_a_twilio_caller(
     assert caller_side[0] == "stream_opened"
     assert "bot_audio_started" in caller_side
     assert "mark_echoed" in caller_side
+
+
+def test_a_recording_longer_than_the_call_says_what_was_not_streamed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_call = tmp_path / "long.wav"
+    write_wav(long_call, np.zeros(8000 * 5, dtype=np.int16), 8000)
+    assert replay(str(long_call), "--out", str(tmp_path), *FAST, "--max-ms", "2000") == 0
+    assert (
+        "note: the call stopped at --max-ms 2000: the last 3000 ms of the 5000 ms recording "
+        "were not streamed; raise --max-ms"
+    ) in capsys.readouterr().out
 
 
 def test_raw_ulaw_replays(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from voicegate.callers.echo import EchoPath
-from voicegate.callers.inputs import load_recording
+from voicegate.callers.inputs import MIN_RECORDING_MS, load_recording
 from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
@@ -121,6 +121,7 @@ class _Outcome:
     sample_rate: int
     against: str  # "an in-process gateway" or the URL
     notes: tuple[str, ...] = ()  # about the recording, printed first
+    recording_ms: int = 0  # the recording's length (a scenario's: 0, not compared)
 
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
@@ -143,7 +144,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     if args.url:
         url = stream_url(args.url, provider)
         result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
-        return _Outcome(result, provider, rate, url, recording.notes)
+        return _Outcome(result, provider, rate, url, recording.notes, recording.duration_ms)
     settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
         result = await replay_in_process(
@@ -154,7 +155,8 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
             speed=args.speed,
             max_ms=args.max_ms,
         )
-    return _Outcome(result, provider, rate, "an in-process gateway", recording.notes)
+    against = "an in-process gateway"
+    return _Outcome(result, provider, rate, against, recording.notes, recording.duration_ms)
 
 
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
@@ -239,7 +241,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
             f"available over the wire ({outcome.provider}; --provider browser carries it) "
             "(docs/replay.md)"
         )
-    lines = [f"note: {note}" for note in outcome.notes] + lines
+    lines = [f"note: {note}" for note in outcome.notes] + lines + _unstreamed(args, outcome)
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
@@ -247,3 +249,19 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     ]
     lines += write_reports(args.report, result, title, outcome.sample_rate)
     print("\n".join("  " + line for line in lines), flush=True)
+
+
+def _unstreamed(args: argparse.Namespace, outcome: _Outcome) -> list[str]:
+    """Why the call ended before the recording did, when it did: a summary of a 10-minute
+    recording that stopped at 9 s otherwise reads like the whole recording was heard."""
+    result = outcome.result
+    ended_ms = max((int(r["t_ms"]) for r in result.records + result.caller_records), default=0)
+    left_ms = outcome.recording_ms - ended_ms
+    if left_ms < MIN_RECORDING_MS:
+        return []
+    rest = f"the last {left_ms} ms of the {outcome.recording_ms} ms recording were not streamed"
+    if ended_ms >= args.max_ms:
+        return [f"note: the call stopped at --max-ms {args.max_ms}: {rest}; raise --max-ms"]
+    if any(r["event"] == "call_ended_by_agent" for r in result.records):
+        return [f"note: the agent ended the call at {ended_ms} ms: {rest}"]
+    return [f"note: the call ended at {ended_ms} ms: {rest}"]
