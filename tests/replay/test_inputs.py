@@ -230,3 +230,30 @@ def test_a_wav_cut_short_replays_what_it_holds_with_a_note(tmp_path: Path) -> No
     (note,) = recording.notes
     assert note.startswith("the file is cut short: its header promises ")
     assert note.endswith(" ms more audio than the 1000 ms it holds")
+
+
+def test_twilio_media_on_a_loggers_epoch_clock_is_placed_from_its_first_payload(
+    tmp_path: Path,
+) -> None:
+    frames = [np.full(160, level, dtype=np.int16) for level in (1000, 3000)]
+    epoch_ms = 1_733_130_000_000  # laid out from 0, this was 14 TB of silence: MemoryError
+    lines = [
+        media_message(epoch_ms + 40 * i, i + 1, samples_to_ulaw_bytes(f))
+        for i, f in enumerate(frames)
+    ]
+    path = tmp_path / "epoch.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    recording = load_recording(path)
+    assert len(recording.samples) == 480  # the first frame, 20 ms missing, the second
+    assert recording.notes == (
+        f"the media timestamps start at {epoch_ms} ms: placed from the first",
+    )
+
+
+def test_twilio_media_with_a_jump_no_stream_leaves_is_refused(tmp_path: Path) -> None:
+    frame = samples_to_ulaw_bytes(np.full(160, 1000, dtype=np.int16))
+    lines = [media_message(0, 1, frame), media_message(2 * 3_600_000, 2, frame)]  # 2 h later
+    path = tmp_path / "jump.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(AudioFormatError, match=r"jump from 0 ms to 7200000 ms; a stream leaves"):
+        load_recording(path)

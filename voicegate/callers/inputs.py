@@ -42,6 +42,10 @@ ALAW_SUFFIXES = (".alaw", ".al")
 #: NN kHz (Asterisk's format names, e.g. ``Record(file.sln16)``).
 SLIN_RATES = {".sln": 8000, ".sln16": 16000, ".sln24": 24000, ".sln48": 48000}
 _SAMPLES_PER_MS = ULAW_RATE // 1000
+#: The longest silence a recorded stream's timestamps may leave before or between payloads:
+#: Twilio sends media every 20 ms, silence included, so a longer jump is damage or another
+#: clock, and laying it out as silence would take gigabytes (an epoch ms timestamp: 14 TB).
+MAX_GAP_MS = 600_000
 #: The shortest recording worth a call: one media frame (every provider frames at >= 20 ms).
 MIN_RECORDING_MS = 20
 
@@ -154,20 +158,32 @@ def twilio_recording(path: Path) -> Recording:
             chunks.setdefault(f"line {number}" if chunk is None else chunk, (at_ms, payload))
     if not chunks:
         raise AudioFormatError(f"{path}: no inbound media messages")
-    return Recording(_place(chunks.values()), ULAW_RATE, call_id, parameters)
+    samples, notes = _place(path, chunks.values())
+    return Recording(samples, ULAW_RATE, call_id, parameters, notes)
 
 
-def _place(chunks: Iterable[tuple[int, bytes]]) -> Samples:
-    """The payloads laid out on the stream's clock, in timestamp order."""
-    audio = bytearray()
+def _place(path: Path, chunks: Iterable[tuple[int, bytes]]) -> tuple[Samples, tuple[str, ...]]:
+    """The payloads laid out on the stream's clock, in timestamp order, and notes on it."""
     # sorted() is stable: payloads with one timestamp keep the order they were written in.
-    for at_ms, payload in sorted(chunks, key=lambda chunk: chunk[0]):
+    ordered = sorted(chunks, key=lambda chunk: chunk[0])
+    # Twilio counts ms from the stream's start; a logger that wrote its own clock (epoch ms)
+    # starts days in: place the audio from its first payload instead.
+    origin = ordered[0][0] if ordered[0][0] > MAX_GAP_MS else 0
+    audio, last_ms = bytearray(), origin
+    for at_ms, payload in ordered:
+        if at_ms - last_ms > MAX_GAP_MS:
+            raise AudioFormatError(
+                f"{path}: the media timestamps jump from {last_ms} ms to {at_ms} ms; a stream "
+                f"leaves no gap over {MAX_GAP_MS // 60_000} minutes (Twilio sends silence too)"
+            )
         # Twilio timestamps media on the stream's clock; a jump means the caller's audio
         # was missing there, which a replay renders as silence. A payload that starts a few
         # ms before the previous one ended (timestamp jitter) follows it without a gap.
-        gap = at_ms * _SAMPLES_PER_MS - len(audio)
+        gap = (at_ms - origin) * _SAMPLES_PER_MS - len(audio)
         audio += b"\xff" * max(0, gap) + payload
-    return ulaw_bytes_to_samples(audio)
+        last_ms = at_ms
+    notes = (f"the media timestamps start at {origin} ms: placed from the first",) if origin else ()
+    return ulaw_bytes_to_samples(audio), notes
 
 
 def _messages(path: Path) -> list[dict[str, Any]]:
