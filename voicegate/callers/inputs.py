@@ -42,6 +42,8 @@ ALAW_SUFFIXES = (".alaw", ".al")
 #: NN kHz (Asterisk's format names, e.g. ``Record(file.sln16)``).
 SLIN_RATES = {".sln": 8000, ".sln16": 16000, ".sln24": 24000, ".sln48": 48000}
 _SAMPLES_PER_MS = ULAW_RATE // 1000
+#: The suffixes of the recordings that are not WAV files (the suffix says which format).
+RAW_SUFFIXES = frozenset((*ULAW_SUFFIXES, *ALAW_SUFFIXES, *SLIN_RATES, ".jsonl"))
 #: The longest silence a recorded stream's timestamps may leave before or between payloads:
 #: Twilio sends media every 20 ms, silence included, so a longer jump is damage or another
 #: clock, and laying it out as silence would take gigabytes (an epoch ms timestamp: 14 TB).
@@ -78,11 +80,12 @@ class Recording:
         return np.asarray(converted, dtype=np.int16)
 
 
-def load_recording(path: Path, channel: int | None = None) -> Recording:
+def load_recording(path: Path, channel: int | None = None, verb: str = "replay") -> Recording:
     """Read a recorded caller, choosing the format by the file's suffix; ``channel`` picks
-    one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does."""
+    one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does.
+    One shorter than a frame is refused: there is nothing to ``verb``."""
     recording = _load(path, channel)
-    require_audio(path, recording.samples, recording.sample_rate, "replay", recording.notes)
+    require_audio(path, recording.samples, recording.sample_rate, verb, recording.notes)
     return recording
 
 

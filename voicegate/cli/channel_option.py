@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from voicegate.audio.wav import WavAudio, parse_channel, read_wav
-from voicegate.callers.inputs import require_audio
+from voicegate.callers.inputs import RAW_SUFFIXES, load_recording, require_audio
 from voicegate.errors import ConfigError
 
 
@@ -37,11 +37,17 @@ def _channel(text: str) -> int | None:
 
 
 def read_input(path: Path, channel: int | None, command: str) -> WavAudio:
-    """The WAV file a command analyses; notes about how it was read go to stderr."""
+    """The recording a command analyses: a WAV file, or the raw G.711, signed linear and
+    Twilio JSONL recordings ``replay`` takes (by suffix). Notes on it go to stderr."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
-    audio = read_wav(path, channel)
-    require_audio(path, audio.samples, audio.sample_rate, "analyse", audio.notes())
-    for note in audio.notes():  # stderr: --json output on stdout stays machine-readable
+    if path.suffix.lower() in RAW_SUFFIXES:
+        recording = load_recording(path, channel, "analyse")
+        audio, notes = WavAudio(recording.samples, recording.sample_rate), recording.notes
+    else:  # any other name is read as WAV, whatever it is called (.wave, no suffix, ...)
+        audio = read_wav(path, channel)
+        notes = audio.notes()
+        require_audio(path, audio.samples, audio.sample_rate, "analyse", notes)
+    for note in notes:  # stderr: --json output on stdout stays machine-readable
         print(f"voicegate {command}: note: {path}: {note}", file=sys.stderr)
     return audio

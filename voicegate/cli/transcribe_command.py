@@ -1,7 +1,8 @@
 """`voicegate transcribe FILE.wav [--telephone] [--channel C]`: the recogniser's transcript.
 
 A quick check for users and tests. The file (a WAV file at any rate, its channels mixed to
-mono or the one ``--channel`` names) is converted to 16 kHz, and the speech the VAD finds in
+mono or the one ``--channel`` names, or a raw or Twilio JSONL recording as ``replay`` reads
+it) is converted to 16 kHz, and the speech the VAD finds in
 it is decoded, one stretch at a time, by the same Whisper model ``speech.stt: whisper`` runs,
 as a call's utterances are; ``--telephone`` first takes it through the path a phone call
 takes: 8 kHz, G.711 μ-law encoded and decoded, then back to 16 kHz.
@@ -45,7 +46,11 @@ def add_parser(subparsers: Any) -> None:
         "embedded Whisper model, as one utterance, and print the text.",
     )
     parser.add_argument(
-        "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
+        "file",
+        type=Path,
+        metavar="FILE.wav",
+        help="a WAV file (PCM, float or G.711, any channels), or what replay takes besides: "
+        "raw .ulaw/.alaw/.sln and Twilio .jsonl recordings",
     )
     parser.add_argument(
         "--telephone",

@@ -1,6 +1,7 @@
 """`voicegate vad FILE.wav [--json] [--channel C]`: the speech segments of a WAV file.
 
-The file's channels are mixed to mono, or ``--channel`` names the one to analyse.
+The file's channels are mixed to mono, or ``--channel`` names the one to analyse. Raw G.711,
+signed linear and Twilio JSONL recordings are read as ``replay`` reads them (by suffix).
 
 8 and 16 kHz files are analysed at their own rate; 24 and 48 kHz files are first converted
 to 16 kHz with the streaming resampler (its latency trimmed, so times stay file-relative), and
@@ -39,7 +40,11 @@ def add_parser(subparsers: Any) -> None:
         "start of the file.",
     )
     parser.add_argument(
-        "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
+        "file",
+        type=Path,
+        metavar="FILE.wav",
+        help="a WAV file (PCM, float or G.711, any channels), or what replay takes besides: "
+        "raw .ulaw/.alaw/.sln and Twilio .jsonl recordings",
     )
     parser.add_argument(
         "--json",
