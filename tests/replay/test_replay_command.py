@@ -181,6 +181,9 @@ def test_a_bad_input_is_refused_with_its_reason(
     assert replay(str(text), "--report", str(tmp_path / "report.pdf")) == 1
     assert "only .html or .png files" in capsys.readouterr().err
     wav = str(AUDIO / "synth" / "festival" / "yes_8k.wav")
+    for gain in ("nan", "inf"):  # NaN echo samples would reach the gateway as garbage
+        assert replay(wav, "--echo-delay-ms", "100", "--echo-gain-db", gain) == 1
+        assert "--echo-gain-db must be a finite number of dB" in capsys.readouterr().err
     assert replay(wav, "--url", "http://127.0.0.1:1") == 1
     assert "is not a ws:// or wss:// URL" in capsys.readouterr().err
     assert replay(wav, "--url", "ws://127.0.0.1:1", "--out", str(tmp_path / "out")) == 1

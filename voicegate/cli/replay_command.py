@@ -208,6 +208,8 @@ def _check(args: argparse.Namespace) -> None:
     replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
+    if not math.isfinite(args.echo_gain_db):  # argparse's float() takes "nan" and "inf"
+        raise ConfigError(f"--echo-gain-db must be a finite number of dB, not {args.echo_gain_db}")
     if args.tail_ms < 0 or args.max_ms <= 0:
         raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
     if args.url:
