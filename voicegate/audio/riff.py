@@ -7,8 +7,9 @@ accepts (docs/replay.md, "What it streams"):
   skipped, each with its pad byte when its size is odd (RIFF: chunks start on even offsets);
 - a ``data`` size of 0 or 0xFFFFFFFF is what a writer streaming to a pipe leaves when it
   cannot seek back to fill it in (ffmpeg, sox, many recorders): the audio then runs to the
-  end of the file, as it does when a size is larger than the file (a recording cut short,
-  whose missing bytes :attr:`WaveChunks.missing` counts);
+  end of the file, as it does when a size is larger than the file: a recording cut short,
+  whose missing bytes :attr:`WaveChunks.missing` counts, unless the size is 2 GiB or more
+  (arecord writing to a pipe declares 2 GiB: a placeholder too);
 - a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk.
 
 It reads chunk headers from a seekable stream and never the audio itself, so a long recording
@@ -27,6 +28,9 @@ from voicegate.errors import AudioFormatError
 
 #: The data sizes a streaming writer leaves in place of the real one.
 STREAMING_SIZES = frozenset({0, 0xFFFFFFFF})
+#: A data size this large that the file does not hold is such a placeholder too, not a file
+#: cut short: arecord writing to a pipe declares its 2 GiB WAV limit, others 0x7FFFFFFF.
+PLACEHOLDER_MIN = 0x7FFFFFFF
 
 #: RIFF, and RF64/BW64 (EBU Tech 3306, ITU-R BS.2088): the 64-bit forms that recorders
 #: (and ffmpeg's ``-rf64 auto``) write. Their 32-bit data size is 0xFFFFFFFF and the real
@@ -89,7 +93,7 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
         elif chunk_id == b"data":
             if fmt is None:
                 raise AudioFormatError("the data chunk comes before any fmt chunk")
-            if size in STREAMING_SIZES:
+            if size in STREAMING_SIZES or (size >= PLACEHOLDER_MIN and start + size > file_size):
                 return WaveChunks(fmt, start, file_size - start)
             present = min(size, file_size - start)
             return WaveChunks(fmt, start, present, missing=size - present)
