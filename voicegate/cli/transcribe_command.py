@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,12 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     recognizer = load_whisper(args.model)
-    texts = [recognizer.transcribe(wide[start:end], WHISPER_RATE) for start, end in spans]
-    print(" ".join(text for text in texts if text))
+    # The recogniser decodes ``workers`` stretches at once (whisper_model.py), in order.
+    with ThreadPoolExecutor(recognizer.workers) as pool:
+        texts = pool.map(
+            lambda span: recognizer.transcribe(wide[slice(*span)], WHISPER_RATE), spans
+        )
+        print(" ".join(text for text in texts if text))
     return 0
 
 
