@@ -239,3 +239,21 @@ def test_a_long_wide_file_is_decoded_without_holding_it_in_memory(tmp_path: Path
     assert len(audio.samples) == frames
     assert np.array_equal(audio.samples[:3], np.rint(tone[:3] * 32768).astype(np.int16))
     assert peak < len(data) // 2  # the mono PCM16 result (3.8 MB) and a few blocks of scratch
+
+
+@pytest.mark.parametrize(
+    ("head", "name"),
+    [
+        (b"ID3\x04\x00\x00\x00\x00\x00\x00", "an MP3 file"),
+        (b"\xff\xfb\x90\x64" + bytes(8), "an MP3 file"),
+        (b"fLaC\x00\x00\x00\x22" + bytes(8), "a FLAC file"),
+        (b"OggS\x00\x02" + bytes(10), "an Ogg file"),
+        (b"\x00\x00\x00\x20ftypM4A " + bytes(4), "an MP4/M4A file"),
+    ],
+    ids=["mp3-id3", "mp3-frame", "flac", "ogg", "m4a"],
+)
+def test_a_compressed_file_named_wav_is_named_with_how_to_convert_it(
+    tmp_path: Path, head: bytes, name: str
+) -> None:
+    with pytest.raises(AudioFormatError, match=rf"\({name}.*not a RIFF/WAVE file; convert it"):
+        read(tmp_path, head + bytes(64))

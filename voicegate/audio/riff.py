@@ -82,7 +82,7 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
     if len(head) < 12 and b"RIFF".startswith(head[:4]):
         raise AudioFormatError("empty or cut short")
     if head[:4] not in _MAGICS or head[8:12] != b"WAVE":
-        raise AudioFormatError("not a RIFF/WAVE file")
+        raise AudioFormatError(_not_wave(head))
     fmt: WaveFormat | None = None
     offset = 12
     while offset + _CHUNK_HEADER.size <= file_size:
@@ -99,6 +99,31 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
             return WaveChunks(fmt, start, present, missing=size - present)
         offset = _next_chunk(stream, start + size, size)
     raise AudioFormatError("no fmt chunk" if fmt is None else "no data chunk")
+
+
+#: How the containers people mistake for WAV start, and their names (each format's magic).
+_OTHER_MAGICS = (
+    (b"ID3", "an MP3 file"),
+    (b"\xff\xfb", "an MP3 file"),
+    (b"\xff\xf3", "an MP3 file"),
+    (b"fLaC", "a FLAC file"),
+    (b"OggS", "an Ogg file (Vorbis or Opus)"),
+    (b"FORM", "an AIFF file"),
+    (b".snd", "a Sun/NeXT .au file"),
+    (b"RIFX", "a big-endian RIFX file"),
+    (b"#!AMR", "an AMR file"),
+    (b"\x1aE\xdf\xa3", "a WebM/Matroska file"),
+)
+
+
+def _not_wave(head: bytes) -> str:
+    """Why ``head`` does not start a WAV file, naming what it is when its magic says."""
+    if head[4:8] == b"ftyp":
+        return "an MP4/M4A file, not a RIFF/WAVE file; convert it, e.g. with `ffmpeg -i IN OUT.wav`"
+    for magic, name in _OTHER_MAGICS:
+        if head.startswith(magic):
+            return f"{name}, not a RIFF/WAVE file; convert it, e.g. with `ffmpeg -i IN OUT.wav`"
+    return "not a RIFF/WAVE file"
 
 
 def _read_at(stream: BinaryIO, offset: int, count: int) -> bytes:

@@ -130,7 +130,8 @@ def _load(path: Path, channel: int | None) -> Recording:
     raise AudioFormatError(
         f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
         f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz), {', '.join(ALAW_SUFFIXES)} (A-law at "
-        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages)"
+        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages), "
+        "and convert anything else (MP3, FLAC, ...) to WAV, e.g. with `ffmpeg -i IN OUT.wav`"
     )
 
 
