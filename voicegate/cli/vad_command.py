@@ -91,7 +91,13 @@ def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
     if audio.sample_rate not in RESAMPLED_RATES:  # e.g. 44.1 kHz, as transcribe and replay take
         return convert(audio.samples, audio.sample_rate, WIDEBAND_RATE), WIDEBAND_RATE
     resampler = StreamResampler(audio.sample_rate, WIDEBAND_RATE)
-    converted = np.concatenate([resampler.push(audio.samples), resampler.flush()])
+    # A second at a time: its float scratch stays small however long the file (the output
+    # does not depend on how the input is split; voicegate.audio.resample).
+    step = audio.sample_rate
+    pieces = [
+        resampler.push(audio.samples[at : at + step]) for at in range(0, len(audio.samples), step)
+    ]
+    converted = np.concatenate([*pieces, resampler.flush()])
     # The stream starts with the resampler's latency as silence: drop it so that segment
     # times stay relative to the start of the file.
     return converted[resampler.delay_samples :], WIDEBAND_RATE
