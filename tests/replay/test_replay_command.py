@@ -115,6 +115,18 @@ def test_a_recording_longer_than_the_call_says_what_was_not_streamed(
     ) in capsys.readouterr().out
 
 
+def test_a_recording_longer_than_a_minute_plays_whole_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = read_wav(AUDIO / "synth" / "festival" / "balance_8k.wav").samples
+    late = tmp_path / "late.wav"  # the caller speaks after 65 s on hold (60 s was the bound)
+    write_wav(late, np.concatenate([np.zeros(8000 * 65, dtype=np.int16), words]), 8000)
+    assert replay(str(late), "--out", str(tmp_path), *FAST) == 0
+    printed = capsys.readouterr().out
+    assert "turns: 1   interruptions: 0" in printed
+    assert "not streamed" not in printed
+
+
 def test_raw_ulaw_replays(tmp_path: Path) -> None:
     source = WIRE / "twilio" / "festival_balance_8k.ulaw"
     assert replay(str(source), "--out", str(tmp_path), *FAST) == 0

@@ -82,7 +82,10 @@ def add_parser(subparsers: Any) -> None:
         help="hang up once the bot has answered and been quiet this long (real time)",
     )
     parser.add_argument(
-        "--max-ms", type=int, default=DEFAULT_MAX_MS, help="hang up at this media time at most"
+        "--max-ms",
+        type=int,
+        help="hang up at this media time at most (default: a recording's length plus 60000; "
+        "a scenario's max_ms)",
     )
     parser.add_argument(
         "--echo-delay-ms",
@@ -126,6 +129,8 @@ class _Outcome:
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     recording = load_recording(args.input, args.channel)
+    if args.max_ms is None:  # a long call recording plays whole, and the bot has time to answer
+        args.max_ms = recording.duration_ms + DEFAULT_MAX_MS
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
     # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
@@ -210,7 +215,7 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError("--echo-delay-ms must not be negative")
     if not math.isfinite(args.echo_gain_db):  # argparse's float() takes "nan" and "inf"
         raise ConfigError(f"--echo-gain-db must be a finite number of dB, not {args.echo_gain_db}")
-    if args.tail_ms < 0 or args.max_ms <= 0:
+    if args.tail_ms < 0 or (args.max_ms is not None and args.max_ms <= 0):
         raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
     if args.url:
         try:
