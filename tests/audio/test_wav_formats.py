@@ -257,3 +257,11 @@ def test_a_compressed_file_named_wav_is_named_with_how_to_convert_it(
 ) -> None:
     with pytest.raises(AudioFormatError, match=rf"\({name}.*not a RIFF/WAVE file; convert it"):
         read(tmp_path, head + bytes(64))
+
+
+def test_a_chunk_that_runs_past_the_end_is_named_when_no_data_follows(tmp_path: Path) -> None:
+    damaged = b"LIST" + struct.pack("<I", 0xFFFFFF00) + b"INFO"  # a size far past the end
+    content = wave_file(PCM, b"")
+    content = content[: content.index(b"data")] + damaged
+    with pytest.raises(AudioFormatError, match=r"no data chunk: a 'LIST' chunk runs past the end"):
+        read(tmp_path, content)

@@ -84,7 +84,7 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
     if head[:4] not in _MAGICS or head[8:12] != b"WAVE":
         raise AudioFormatError(_not_wave(head))
     fmt: WaveFormat | None = None
-    offset = 12
+    offset, chunk_id, start = 12, b"", 12
     while offset + _CHUNK_HEADER.size <= file_size:
         chunk_id, size = _CHUNK_HEADER.unpack(_read_at(stream, offset, _CHUNK_HEADER.size))
         start = offset + _CHUNK_HEADER.size
@@ -98,7 +98,20 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
             present = min(size, file_size - start)
             return WaveChunks(fmt, start, present, missing=size - present)
         offset = _next_chunk(stream, start + size, size)
-    raise AudioFormatError("no fmt chunk" if fmt is None else "no data chunk")
+    raise AudioFormatError(_no_data(fmt, chunk_id, offset - start, file_size - start))
+
+
+def _no_data(fmt: WaveFormat | None, last_id: bytes, last_size: int, left: int) -> str:
+    """Why no audio was found: no ``fmt ``, or no ``data`` (after a chunk cut off, maybe)."""
+    if fmt is None:
+        return "no fmt chunk"
+    if last_size > left:  # the last chunk said it runs on past the end of the file
+        name = last_id.decode("latin-1")
+        return (
+            f"no data chunk: a {name!r} chunk runs past the end of the file (a damaged size, "
+            "or a file cut short)"
+        )
+    return "no data chunk"
 
 
 #: How the containers people mistake for WAV start, and their names (each format's magic).
