@@ -74,6 +74,9 @@ def test_the_summary_says_when_no_caller_speech_was_detected() -> None:
         "no caller speech detected: the VAD found none, so no turn started",
     ]
     assert not any("no caller speech" in line for line in summary(TIMELINE))
+    # ConversationRelay carries text: its turns start from prompts, with no speech records.
+    prompted = [*silent[:1], record(900, "turn_started", turn_id="t1"), *silent[1:]]
+    assert not any("no caller speech" in line for line in summary(prompted))
 
 
 def test_the_media_length_counts_what_the_caller_saw_when_the_gateway_saw_no_end() -> None:

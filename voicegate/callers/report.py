@@ -93,8 +93,9 @@ def summary(records: Sequence[Record], *, observed: Sequence[Record] = ()) -> li
     media = max(_end_ms(records), _end_ms(observed))
     lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {media} ms"]
     lines += transcript_lines(records)
-    if not any(r["event"] == "speech_started" for r in records):
+    if not turns and not any(r["event"] == "speech_started" for r in records):
         # Otherwise a silent, too quiet or unreadable recording reads like a working call.
+        # (A text provider's turns come from its prompts, without speech records.)
         lines.append("no caller speech detected: the VAD found none, so no turn started")
     for number, interruption in enumerate(found, start=1):
         lines.append(_interruption_line(number, interruption))
