@@ -127,6 +127,20 @@ def test_a_recording_longer_than_a_minute_plays_whole_by_default(
     assert "not streamed" not in printed
 
 
+def test_conversationrelay_recognises_an_unlabelled_recording_instead_of_inventing_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unlabelled = tmp_path / "mine.wav"  # no transcripts.tsv names it: the caller said 'hello'
+    unlabelled.write_bytes((AUDIO / "synth" / "festival" / "balance_8k.wav").read_bytes())
+    argv = [str(unlabelled), "--provider", "conversationrelay", "--out", str(tmp_path), *FAST]
+    assert replay(*argv) == 0
+    assert "note: no transcripts.tsv names what the caller says: recognised 'Check my balance" in (
+        capsys.readouterr().out
+    )
+    turn = next(r for r in read_jsonl(tmp_path / "timeline.jsonl") if r["event"] == "turn_started")
+    assert turn["input"]["text"].lower().startswith("check my balance")
+
+
 def test_raw_ulaw_replays(tmp_path: Path) -> None:
     source = WIRE / "twilio" / "festival_balance_8k.ulaw"
     assert replay(str(source), "--out", str(tmp_path), *FAST) == 0

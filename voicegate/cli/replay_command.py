@@ -42,6 +42,7 @@ from voicegate.cli.replaying import (
     with_fresh_store,
 )
 from voicegate.cli.serve_command import apply_overrides, read_settings
+from voicegate.cli.transcribe_command import transcribe_recording
 from voicegate.errors import ConfigError
 
 DEFAULT_OUT = Path("replay-out")
@@ -136,6 +137,11 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
     # replay at a telephone URL, which sees no transcript from the gateway, can tell it.
     said = labels_of(args.input).transcript or ""
+    notes = recording.notes
+    if provider == "conversationrelay" and not said:
+        # Twilio's own recogniser hears the caller; without a label, ours stands in for it.
+        said = transcribe_recording(recording.samples, recording.sample_rate)
+        notes += (f"no transcripts.tsv names what the caller says: recognised {said!r}",)
     cue = Cue(recording.at_rate(rate), at_ms=0, label=args.input.name, transcript=said)
     script = CallerScript([cue], rate)
     caller = new_caller(
@@ -149,7 +155,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     if args.url:
         url = stream_url(args.url, provider)
         result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
-        return _Outcome(result, provider, rate, url, recording.notes, recording.duration_ms)
+        return _Outcome(result, provider, rate, url, notes, recording.duration_ms)
     settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
         result = await replay_in_process(
@@ -161,7 +167,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
             max_ms=args.max_ms,
         )
     against = "an in-process gateway"
-    return _Outcome(result, provider, rate, against, recording.notes, recording.duration_ms)
+    return _Outcome(result, provider, rate, against, notes, recording.duration_ms)
 
 
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:

@@ -28,7 +28,11 @@ from voicegate.audio.pcm import Samples, samples_for_ms
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.cli.channel_option import add_channel_option, read_input
 from voicegate.cli.wiring import load_whisper
-from voicegate.speech.embedded.whisper_model import BUNDLED_MODEL, WHISPER_RATE
+from voicegate.speech.embedded.whisper_model import (
+    BUNDLED_MODEL,
+    WHISPER_RATE,
+    WhisperRecognizer,
+)
 from voicegate.vad import VadSettings, detect_segments
 
 TELEPHONE_RATE = 8000
@@ -80,14 +84,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"voicegate transcribe: note: {args.file}: no speech found", file=sys.stderr)
         print()
         return 0
-    recognizer = load_whisper(args.model)
-    # The recogniser decodes ``workers`` stretches at once (whisper_model.py), in order.
+    print(decode_spans(load_whisper(args.model), wide, spans))
+    return 0
+
+
+def transcribe_recording(samples: Samples, sample_rate: int, model: str = BUNDLED_MODEL) -> str:
+    """What the embedded recogniser makes of the speech in a recording ("": none found)."""
+    wide = convert(samples, sample_rate, WHISPER_RATE)
+    spans = speech_spans(wide, WHISPER_RATE)
+    return decode_spans(load_whisper(model), wide, spans) if spans else ""
+
+
+def decode_spans(recognizer: WhisperRecognizer, wide: Samples, spans: list[tuple[int, int]]) -> str:
+    """The text of each span of 16 kHz ``wide``, joined: ``workers`` decodes at once, in order."""
     with ThreadPoolExecutor(recognizer.workers) as pool:
         texts = pool.map(
             lambda span: recognizer.transcribe(wide[slice(*span)], WHISPER_RATE), spans
         )
-        print(" ".join(text for text in texts if text))
-    return 0
+        return " ".join(text for text in texts if text)
 
 
 def speech_spans(samples: Samples, sample_rate: int) -> list[tuple[int, int]]:
