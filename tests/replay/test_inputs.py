@@ -257,3 +257,18 @@ def test_twilio_media_with_a_jump_no_stream_leaves_is_refused(tmp_path: Path) ->
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(AudioFormatError, match=r"jump from 0 ms to 7200000 ms; a stream leaves"):
         load_recording(path)
+
+
+def test_a_twilio_recording_cut_mid_line_keeps_its_whole_messages(tmp_path: Path) -> None:
+    frames = [samples_to_ulaw_bytes(np.full(160, level, dtype=np.int16)) for level in (1, 2)]
+    lines = [media_message(20 * i, i + 1, frame) for i, frame in enumerate(frames)]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n" + lines[1][:30], encoding="utf-8")  # no newline
+    recording = load_recording(path)
+    assert len(recording.samples) == 320
+    assert recording.notes == ("the last line (3) is cut short: left out",)
+    path.write_text("\n\n".join([lines[0], "{not json", lines[1]]) + "\n", encoding="utf-8")
+    with pytest.raises(
+        AudioFormatError, match=r"cut\.jsonl:3: not JSON"
+    ):  # the line, not the message
+        load_recording(path)

@@ -151,7 +151,8 @@ def twilio_recording(path: Path) -> Recording:
     """The caller's audio and identity from a file of Twilio Media Streams messages."""
     call_id, parameters = "", dict[str, str]()
     chunks: dict[int | str, tuple[int, bytes]] = {}  # chunk number (or line) -> (ms, payload)
-    for number, message in enumerate(_messages(path), start=1):
+    messages, cut = _messages(path)
+    for number, message in messages:
         where = f"{path}:{number}"
         event = message.get("event")
         if event == "start":
@@ -163,7 +164,7 @@ def twilio_recording(path: Path) -> Recording:
     if not chunks:
         raise AudioFormatError(f"{path}: no inbound media messages")
     samples, notes = _place(path, chunks.values())
-    return Recording(samples, ULAW_RATE, call_id, parameters, notes)
+    return Recording(samples, ULAW_RATE, call_id, parameters, cut + notes)
 
 
 def _place(path: Path, chunks: Iterable[tuple[int, bytes]]) -> tuple[Samples, tuple[str, ...]]:
@@ -190,20 +191,25 @@ def _place(path: Path, chunks: Iterable[tuple[int, bytes]]) -> tuple[Samples, tu
     return ulaw_bytes_to_samples(audio), notes
 
 
-def _messages(path: Path) -> list[dict[str, Any]]:
+def _messages(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], tuple[str, ...]]:
+    """Each message with its line number, and a note when the last line was cut short."""
     messages = []
     text = _read_bytes(path).decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             message = json.loads(line)
         except json.JSONDecodeError as error:
+            if number == len(lines) and not text.endswith("\n"):
+                # A logger stopped mid-line (killed, or the disk filled): keep the rest.
+                return messages, (f"the last line ({number}) is cut short: left out",)
             raise AudioFormatError(f"{path}:{number}: not JSON ({error})") from error
         if not isinstance(message, dict):
             raise AudioFormatError(f"{path}:{number}: a Twilio message must be a JSON object")
-        messages.append(message)
-    return messages
+        messages.append((number, message))
+    return messages, ()
 
 
 def _start_fields(message: dict[str, Any], where: str) -> tuple[str, dict[str, str]]:
