@@ -193,7 +193,7 @@ def _place(path: Path, chunks: Iterable[tuple[int, bytes]]) -> tuple[Samples, tu
 
 def _messages(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], tuple[str, ...]]:
     """Each message with its line number, and a note when the last line was cut short."""
-    messages = []
+    messages: list[tuple[int, dict[str, Any]]] = []
     text = _read_bytes(path).decode("utf-8", errors="replace")
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
