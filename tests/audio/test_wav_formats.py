@@ -265,3 +265,23 @@ def test_a_chunk_that_runs_past_the_end_is_named_when_no_data_follows(tmp_path: 
     content = content[: content.index(b"data")] + damaged
     with pytest.raises(AudioFormatError, match=r"no data chunk: a 'LIST' chunk runs past the end"):
         read(tmp_path, content)
+
+
+def test_float_samples_written_in_16_bit_scale_are_read_as_such(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<f4").tobytes()  # int16 values stored as float: all "clipped"
+    path = tmp_path / "int_scaled.wav"
+    path.write_bytes(wave_file(FLOAT, data, bits=32))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == SPEECHLIKE.tolist()
+    assert audio.notes() == (
+        "its float samples reach 32768 where 1.0 is full scale: read as the 16-bit values "
+        "they were written as",
+    )
+
+
+def test_float_samples_far_over_full_scale_are_clipped_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "hot.wav"
+    path.write_bytes(wave_file(FLOAT, np.array([0.5, -3.0], dtype="<f4").tobytes(), bits=32))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == [16384, -32768]
+    assert audio.notes() == ("its float samples reach 3.0 times full scale: clipped there",)

@@ -36,6 +36,14 @@ _WIDTHS = {_PCM: (1, 2, 3, 4), _FLOAT: (4, 8), _ALAW: (1,), _ULAW: (1,)}
 _TAG_NAMES = {_PCM: "integer PCM", _FLOAT: "IEEE float", _ALAW: "A-law", _ULAW: "μ-law"}
 
 _INT16_MAX, _INT16_MIN = 32767, -32768
+_FULL_SCALE = 32768.0  # float 1.0 in int16 scale
+
+#: Float samples this far beyond full scale (1.0) were written as 16-bit values: a tool that
+#: saved int16 numbers as float (scipy's ``wavfile.write`` of an int-valued float array).
+#: Scaled as float they would all clip to a square wave.
+_INTEGER_SCALED_PEAK = 256.0
+#: Beyond this (6 dB over full scale) enough clips that a listener should know.
+_CLIPPED_PEAK = 2.0
 
 #: Frames decoded per read: bounds the decoder's scratch memory (about 1 MB for stereo).
 _BLOCK_FRAMES = 1 << 14
@@ -53,6 +61,8 @@ class WavAudio:
     channels: int = 1  # the file's; ``samples`` is one of them or their average
     #: Audio the header promises that the file does not hold (a recording cut short), in ms.
     missing_ms: int = 0
+    #: What else reading changed that a listener should know (float samples rescaled, ...).
+    remarks: tuple[str, ...] = ()
 
     @property
     def duration_ms(self) -> int:
@@ -60,12 +70,13 @@ class WavAudio:
         return len(self.samples) * 1000 // self.sample_rate
 
     def notes(self) -> tuple[str, ...]:
-        """What a listener should know about how the file was read (a file cut short)."""
+        """What a listener should know about how the file was read (a file cut short, ...)."""
         if not self.missing_ms:
-            return ()
+            return self.remarks
         return (
             f"the file is cut short: its header promises {self.missing_ms} ms more audio "
             f"than the {self.duration_ms} ms it holds",
+            *self.remarks,
         )
 
 
@@ -99,29 +110,44 @@ def _read(path: str | Path, stream: BinaryIO, channel: int | None) -> WavAudio:
         raise AudioFormatError(f"{path}: not a readable WAV file ({error})") from error
     fmt = chunks.format
     _check_channel(path, channel, fmt.channels)
-    samples = _read_samples(stream, chunks, width, channel)
+    samples, peak = _read_samples(stream, chunks, width, channel, _FULL_SCALE)
+    remarks: tuple[str, ...] = ()
+    if fmt.tag == _FLOAT and peak > _INTEGER_SCALED_PEAK:
+        samples, _ = _read_samples(stream, chunks, width, channel, 1.0)
+        remarks = (
+            f"its float samples reach {peak:.0f} where 1.0 is full scale: read as the 16-bit "
+            "values they were written as",
+        )
+    elif fmt.tag == _FLOAT and peak > _CLIPPED_PEAK:
+        remarks = (f"its float samples reach {peak:.1f} times full scale: clipped there",)
     missing_ms = chunks.missing // (width * fmt.channels) * 1000 // fmt.sample_rate
-    return WavAudio(samples, fmt.sample_rate, fmt.channels, missing_ms)
+    return WavAudio(samples, fmt.sample_rate, fmt.channels, missing_ms, remarks)
 
 
-def _read_samples(stream: BinaryIO, chunks: WaveChunks, width: int, channel: int | None) -> Samples:
-    """The data chunk's whole frames, decoded a block at a time into one mono array."""
+def _read_samples(
+    stream: BinaryIO, chunks: WaveChunks, width: int, channel: int | None, float_scale: float
+) -> tuple[Samples, float]:
+    """The data chunk's whole frames, decoded a block at a time into one mono array, and the
+    largest float sample read (0.0 for other formats), before ``float_scale``."""
     fmt = chunks.format
+    peak = 0.0
     frame = width * fmt.channels
     # A file cut mid-frame (a recorder killed while writing) keeps its whole frames.
     samples = np.empty(chunks.data_size // frame, dtype=np.int16)
     stream.seek(chunks.data_offset)
     for first in range(0, len(samples), _BLOCK_FRAMES):
         data = stream.read(min(_BLOCK_FRAMES, len(samples) - first) * frame)
-        columns = _decode(fmt.tag, width, data[: len(data) - len(data) % frame])
+        columns = _decode(fmt.tag, width, data[: len(data) - len(data) % frame], float_scale)
         columns = columns.reshape(-1, fmt.channels)
         if channel is not None:
             columns = columns[:, channel - 1 : channel]
+        if fmt.tag == _FLOAT and columns.size:
+            peak = max(peak, float(np.abs(columns).max()) / float_scale)
         end = first + len(columns)
         samples[first:end] = _to_mono(columns)
         if end < min(first + _BLOCK_FRAMES, len(samples)):
-            return samples[:end]  # the file shrank while it was read
-    return samples
+            return samples[:end], peak  # the file shrank while it was read
+    return samples, peak
 
 
 def _check_channel(path: str | Path, channel: int | None, channels: int) -> None:
@@ -162,15 +188,18 @@ def _sample_width(fmt: WaveFormat) -> int:
     return width
 
 
-def _decode(tag: int, width: int, data: bytes) -> npt.NDArray[np.int16 | np.float64]:
-    """Samples in int16 scale: int16 where that is exact, float64 where it is not."""
+def _decode(
+    tag: int, width: int, data: bytes, float_scale: float
+) -> npt.NDArray[np.int16 | np.float64]:
+    """Samples in int16 scale: int16 where that is exact, float64 where it is not (float
+    samples times ``float_scale``)."""
     if tag == _ULAW:
         return ulaw_bytes_to_samples(data)
     if tag == _ALAW:
         return alaw_bytes_to_samples(data)
     if tag == _FLOAT:
         floats = np.frombuffer(data, dtype="<f4" if width == 4 else "<f8")
-        return np.nan_to_num(floats.astype(np.float64)) * 32768.0
+        return np.nan_to_num(floats.astype(np.float64)) * float_scale
     if width == 1:  # 8-bit WAV is unsigned, centred on 128
         return ((np.frombuffer(data, dtype=np.uint8).astype(np.int16) - 128) << 8).astype(np.int16)
     if width == 2:
