@@ -20,8 +20,8 @@ from voicegate.audio.g711 import (
 )
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
-from voicegate.callers.labels import labels_of
-from voicegate.errors import AudioFormatError
+from voicegate.callers.labels import Labels, labels_of
+from voicegate.errors import AudioFormatError, ConfigError
 
 
 def test_a_wav_keeps_its_rate_and_converts_to_another() -> None:
@@ -272,3 +272,17 @@ def test_a_twilio_recording_cut_mid_line_keeps_its_whole_messages(tmp_path: Path
         AudioFormatError, match=r"cut\.jsonl:3: not JSON"
     ):  # the line, not the message
         load_recording(path)
+
+
+def test_label_tables_with_foreign_bytes_or_a_bad_onset_are_read_or_named(tmp_path: Path) -> None:
+    # A stray table up the tree (someone else's, not UTF-8) was a UnicodeDecodeError traceback.
+    (tmp_path / "sub").mkdir()
+    recording = tmp_path / "sub" / "mine.wav"
+    write_wav(recording, np.zeros(800, dtype=np.int16), 8000)
+    (tmp_path / "transcripts.tsv").write_bytes(
+        b"path\ttranscript\n\xff\xfe not utf-8\nsub/mine.wav\thello there\n"
+    )
+    assert labels_of(recording) == Labels("hello there", None)
+    (tmp_path / "onsets.tsv").write_text("path\tonset_ms\nsub/mine.wav\tsoon\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"onsets\.tsv:2: onset 'soon' is not a whole number"):
+        labels_of(recording)
