@@ -58,6 +58,15 @@ def test_a_stereo_wav_is_mixed_to_mono_with_a_note_saying_so(tmp_path: Path) -> 
     assert load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav").notes == ()
 
 
+def test_a_stereo_wav_of_two_copies_of_one_channel_needs_no_note(tmp_path: Path) -> None:
+    # Phone systems often save mono calls as "stereo" copies: averaging loses nothing.
+    words = read_wav(AUDIO / "synth" / "festival" / "yes_8k.wav").samples
+    write_channels(tmp_path / "dual_mono.wav", 8000, words, words)
+    recording = load_recording(tmp_path / "dual_mono.wav")
+    assert np.array_equal(recording.samples, words)
+    assert recording.notes == ()
+
+
 def test_the_callers_channel_of_a_dual_channel_recording_replays_alone(tmp_path: Path) -> None:
     caller = read_wav(AUDIO / "synth" / "festival" / "yes_8k.wav").samples
     write_channels(tmp_path / "call.wav", 8000, tone(len(caller), 8000), caller)

@@ -63,6 +63,8 @@ class WavAudio:
     missing_ms: int = 0
     #: What else reading changed that a listener should know (float samples rescaled, ...).
     remarks: tuple[str, ...] = ()
+    #: Whether the channels averaged into ``samples`` differ (False: one channel, or copies).
+    channels_differ: bool = False
 
     @property
     def duration_ms(self) -> int:
@@ -110,27 +112,42 @@ def _read(path: str | Path, stream: BinaryIO, channel: int | None) -> WavAudio:
         raise AudioFormatError(f"{path}: not a readable WAV file ({error})") from error
     fmt = chunks.format
     _check_channel(path, channel, fmt.channels)
-    samples, peak = _read_samples(stream, chunks, width, channel, _FULL_SCALE)
+    scan = _Scan()
+    samples = _read_samples(stream, chunks, width, channel, _FULL_SCALE, scan)
     remarks: tuple[str, ...] = ()
-    if fmt.tag == _FLOAT and peak > _INTEGER_SCALED_PEAK:
-        samples, _ = _read_samples(stream, chunks, width, channel, 1.0)
+    if fmt.tag == _FLOAT and scan.peak > _INTEGER_SCALED_PEAK:
+        samples = _read_samples(stream, chunks, width, channel, 1.0, _Scan())
         remarks = (
-            f"its float samples reach {peak:.0f} where 1.0 is full scale: read as the 16-bit "
-            "values they were written as",
+            f"its float samples reach {scan.peak:.0f} where 1.0 is full scale: read as the "
+            "16-bit values they were written as",
         )
-    elif fmt.tag == _FLOAT and peak > _CLIPPED_PEAK:
-        remarks = (f"its float samples reach {peak:.1f} times full scale: clipped there",)
+    elif fmt.tag == _FLOAT and scan.peak > _CLIPPED_PEAK:
+        remarks = (f"its float samples reach {scan.peak:.1f} times full scale: clipped there",)
     missing_ms = chunks.missing // (width * fmt.channels) * 1000 // fmt.sample_rate
-    return WavAudio(samples, fmt.sample_rate, fmt.channels, missing_ms, remarks)
+    return WavAudio(
+        samples, fmt.sample_rate, fmt.channels, missing_ms, remarks, scan.channels_differ
+    )
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What decoding notices in passing: the largest float sample (before scaling), and
+    whether the channels it mixed differ at all (a dual-mono file's average is its channel)."""
+
+    peak: float = 0.0
+    channels_differ: bool = False
 
 
 def _read_samples(
-    stream: BinaryIO, chunks: WaveChunks, width: int, channel: int | None, float_scale: float
-) -> tuple[Samples, float]:
-    """The data chunk's whole frames, decoded a block at a time into one mono array, and the
-    largest float sample read (0.0 for other formats), before ``float_scale``."""
+    stream: BinaryIO,
+    chunks: WaveChunks,
+    width: int,
+    channel: int | None,
+    float_scale: float,
+    scan: _Scan,
+) -> Samples:
+    """The data chunk's whole frames, decoded a block at a time into one mono array."""
     fmt = chunks.format
-    peak = 0.0
     frame = width * fmt.channels
     # A file cut mid-frame (a recorder killed while writing) keeps its whole frames.
     samples = np.empty(chunks.data_size // frame, dtype=np.int16)
@@ -141,13 +158,21 @@ def _read_samples(
         columns = columns.reshape(-1, fmt.channels)
         if channel is not None:
             columns = columns[:, channel - 1 : channel]
-        if fmt.tag == _FLOAT and columns.size:
-            peak = max(peak, float(np.abs(columns).max()) / float_scale)
+        _notice(columns, fmt.tag, float_scale, scan)
         end = first + len(columns)
         samples[first:end] = _to_mono(columns)
         if end < min(first + _BLOCK_FRAMES, len(samples)):
-            return samples[:end], peak  # the file shrank while it was read
-    return samples, peak
+            return samples[:end]  # the file shrank while it was read
+    return samples
+
+
+def _notice(
+    columns: npt.NDArray[np.int16 | np.float64], tag: int, float_scale: float, scan: _Scan
+) -> None:
+    if tag == _FLOAT and columns.size:
+        scan.peak = max(scan.peak, float(np.abs(columns).max()) / float_scale)
+    if columns.shape[1] > 1 and not scan.channels_differ:
+        scan.channels_differ = not (columns == columns[:, :1]).all()
 
 
 def _check_channel(path: str | Path, channel: int | None, channels: int) -> None:

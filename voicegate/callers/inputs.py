@@ -111,7 +111,8 @@ def _load(path: Path, channel: int | None) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
         wav = read_wav(path, channel)
-        notes = _channel_notes(wav.channels) if channel is None else ()
+        # Copies of one channel (a "stereo" phone recording) average to it: nothing to say.
+        notes = _channel_notes(wav.channels) if wav.channels_differ else ()
         return Recording(wav.samples, wav.sample_rate, notes=wav.notes() + notes)
     if channel is not None:
         # The other inputs hold one voice: raw captures are mono, and a Twilio recording's
