@@ -38,8 +38,12 @@ from voicegate.vad import VadSettings, detect_segments
 TELEPHONE_RATE = 8000
 #: Audio kept either side of a stretch of speech: the VAD's edges clip soft word ends.
 SPEECH_PAD_MS = 300
-#: Stretches closer than this are decoded together, so a sentence is not cut at its pauses.
-JOIN_GAP_MS = 1000
+#: Stretches closer than this are decoded together, so a sentence is not cut at its pauses
+#: and fewer decodes run (each costs about one encoder window, however short the speech) ...
+JOIN_GAP_MS = 2000
+#: ... as long as the whole fits the recogniser's short window with its trailing silence
+#: (speech/embedded/whisper_window.py: 10 s less 3 s), the cheap decode.
+JOIN_MAX_MS = 7000
 
 
 def add_parser(subparsers: Any) -> None:
@@ -107,11 +111,12 @@ def decode_spans(recognizer: WhisperRecognizer, wide: Samples, spans: list[tuple
 def speech_spans(samples: Samples, sample_rate: int) -> list[tuple[int, int]]:
     """The sample ranges of the speech the VAD finds, padded, and joined across short pauses."""
     pad, gap = samples_for_ms(sample_rate, SPEECH_PAD_MS), samples_for_ms(sample_rate, JOIN_GAP_MS)
+    longest = samples_for_ms(sample_rate, JOIN_MAX_MS)
     spans: list[tuple[int, int]] = []
     for segment in detect_segments(samples, sample_rate, VadSettings()):
         start = max(0, samples_for_ms(sample_rate, segment.start_ms) - pad)
         end = min(len(samples), samples_for_ms(sample_rate, segment.end_ms) + pad)
-        if spans and start - spans[-1][1] < gap:
+        if spans and start - spans[-1][1] < gap and end - spans[-1][0] <= longest:
             start = spans.pop()[0]
         spans.append((start, end))
     return spans
