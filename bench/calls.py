@@ -67,6 +67,14 @@ Per level (one JSON object on stdout):
   alone;
 - ``gateway.idle_cores``: the idle gateway's CPU before the first level (a busy-polling
   gateway would inflate every per-call figure);
+- ``end_of_turn``: how the level's caller turns ended, from ``GET /metrics``
+  (``voicegate_end_of_turns``, the difference over the level), as ``"reason / model": count``;
+  e.g. ``silence timeout / shed`` is a turn the end-of-turn model had no CPU share for, which
+  ends ~300 ms later than one it scored complete, so it explains slow answers under load;
+  ``stages_p50_ms``: the same way, the median (bucket upper bound) of the gateway's own
+  answer stages in media time: ``response`` (end of caller speech -> first bot audio sent),
+  ``stt_final``, ``model_first_token``, ``tts_first_chunk``, ``tool``; set against
+  ``answer_latency_ms`` (the caller's view) they say where a slow answer's time went;
 - ``held``: every call ended normally, loop lag p99 < 20 ms in every worker (the p99 bucket's
   upper bound is at most 20 ms), no choppy call (``null`` when lag is unknown but the rest
   holds). ``highest_level_held`` closes the report.
@@ -100,6 +108,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import callfleet
@@ -110,6 +119,14 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 LAG_LIMIT_MS = 20.0
 STARTUP_TIMEOUT_S = 60.0
 IDLE_S = 2.0  # the idle gateway's CPU is measured over this long
+#: The answer's stages, from the gateway's own histograms (docs/metrics.md), in media time.
+STAGE_HISTOGRAMS = {
+    "response": "voicegate_response_seconds",
+    "stt_final": "voicegate_stt_final_seconds",
+    "model_first_token": "voicegate_model_first_token_seconds",
+    "tts_first_chunk": "voicegate_tts_first_chunk_seconds",
+    "tool": "voicegate_tool_seconds",
+}
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -303,6 +320,32 @@ class GatewayProcess:
                     break
         raise UnresponsiveError(f"GET {path}: no answer in {attempts} x 5 s")
 
+    def metrics(self) -> Counter[str] | None:
+        """``GET /metrics`` as a flat count per series (None: no answer).
+
+        Keys: ``end_of_turn:REASON / MODEL`` (``voicegate_end_of_turns``) and
+        ``STAGE:LE`` for the cumulative bucket counts of each histogram in
+        :data:`STAGE_HISTOGRAMS` (all label values added up).
+        """
+        try:
+            url = f"http://{self.host}:{self.port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                text = response.read().decode()
+        except (TimeoutError, urllib.error.URLError, ConnectionError):
+            return None
+        counts: Counter[str] = Counter()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "voicegate_end_of_turns_total":
+                    key = f"{sample.labels['reason']} / {sample.labels['model']}"
+                    counts[f"end_of_turn:{key}"] += int(sample.value)
+                elif sample.name.removesuffix("_bucket") in STAGE_HISTOGRAMS.values():
+                    stage = next(
+                        k for k, v in STAGE_HISTOGRAMS.items() if sample.name == v + "_bucket"
+                    )
+                    counts[f"{stage}:{sample.labels['le']}"] += int(sample.value)
+        return counts
+
     def workers_snapshot(self) -> Any:
         """``GET /workers``, or None (missing, or no answer: the note says which)."""
         try:
@@ -358,6 +401,7 @@ def run_callers(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -
 def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace) -> dict[str, Any]:
     """Run one level and summarise it."""
     processes, pipes = run_callers(gateway, calls, args)
+    metrics_before = gateway.metrics()
     before = gateway.workers_snapshot()
     pids = gateway.worker_pids(before)
     idle_rss = rss_bytes(pids)
@@ -382,6 +426,7 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     cpu = cpu_seconds(process_tree(gateway.proc.pid)) - cpu0
     machine1 = machine_ticks()
     after = gateway.workers_snapshot()
+    metrics_after = gateway.metrics()
     for process in processes:
         process.join(5)
         if process.is_alive():
@@ -400,6 +445,8 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
         "per_call": round((peak_rss - gateway.idle_rss) / 2**20 / calls, 3),
     }
     figures["loop_lag_ms"] = lag_per_worker(before, after)
+    if metrics_before is not None and metrics_after is not None:
+        figures.update(metric_figures(metrics_after - metrics_before))
     if pending:
         figures["errors"]["caller process did not report in time"] = len(pending)
     figures["held"] = held(figures, calls)
@@ -495,6 +542,20 @@ def lag_per_worker(before: Any, after: Any) -> list[dict[str, Any]] | None:
             entry["p99_above_ms"] = uppers[-1]  # in the open last bucket: p99 is null
         report.append(entry)
     return report
+
+
+def metric_figures(delta: Counter[str]) -> dict[str, Any]:
+    """``end_of_turn`` counts and ``stages_p50_ms`` from a level's ``/metrics`` difference."""
+    turns = {k.split(":", 1)[1]: n for k, n in delta.most_common() if k.startswith("end_of_turn:")}
+    stages: dict[str, float | None] = {}
+    for stage in STAGE_HISTOGRAMS:
+        buckets = sorted(
+            (float(k.split(":", 1)[1]), n) for k, n in delta.items() if k.startswith(stage + ":")
+        )
+        counts = [n - (buckets[i - 1][1] if i else 0) for i, (_, n) in enumerate(buckets)]
+        upper = hist_percentile([1000 * le for le, _ in buckets], counts, 0.5)
+        stages[stage] = None if upper is None else rounded(upper, 0)
+    return {"end_of_turn": turns, "stages_p50_ms": stages}
 
 
 def held(figures: dict[str, Any], calls: int) -> bool | None:

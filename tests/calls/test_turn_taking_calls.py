@@ -21,7 +21,7 @@ from tests.calls.call_kit import CallWorld, cue, gateway_for, recording, script_
 from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
 from voicegate.callers.twilio import FRAME_BYTES, FRAME_MS, TwilioCaller
-from voicegate.cli.wiring import build_espeak
+from voicegate.cli.engines import build_espeak
 from voicegate.engine.history import UserUttered
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.gateway.bargein import BargeInPolicy

@@ -49,6 +49,20 @@ async def test_an_exception_is_a_failure_with_its_message(make_context: Build) -
     assert outcome.llm_response == {"error": "tool 'broken' failed: KeyError: 'A-1'"}
 
 
+async def test_a_tool_calling_sys_exit_is_a_failure_not_the_end_of_the_loop(
+    make_context: Build,
+) -> None:
+    # Inline (no tool loops: replay on virtual time), the tool runs on the engine's loop;
+    # before, its SystemExit ended the turn's task and then the process.
+    @tool(description="Exits")
+    async def bail() -> ToolResult:
+        raise SystemExit(2)
+
+    outcome = await invoke_tool(bail, {}, make_context().context, time_limit=5)
+    assert outcome.kind == "error"
+    assert outcome.llm_response == {"error": "tool 'bail' failed: SystemExit: 2"}
+
+
 async def test_invalid_arguments_fail_without_calling_the_function(make_context: Build) -> None:
     calls: list[Any] = []
 

@@ -37,6 +37,18 @@ def test_type_table(annotation: object, expected: dict[str, object]) -> None:
 
 def test_list_of_other_types_keeps_the_item_type() -> None:
     assert json_type(list[int]) == {"type": "array", "items": {"type": "integer"}}
+    assert json_type(list[list[float]]) == {
+        "type": "array",
+        "items": {"type": "array", "items": {"type": "number"}},
+    }
+
+
+def test_a_list_of_items_the_table_has_no_row_for_is_a_plain_array() -> None:
+    # list[dict] (order lines, say): items typed as strings would make the model send
+    # strings to a tool that expects objects, or have its objects refused
+    assert json_type(list[dict[str, int]]) == {"type": "array"}
+    assert json_type(list[Account]) == {"type": "array"}
+    assert json_type(list[int | str]) == {"type": "array"}
 
 
 def test_full_schema_of_a_tool() -> None:

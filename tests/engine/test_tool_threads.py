@@ -7,6 +7,7 @@ threads safely: ``threading.Event`` for the tool's backend, plain lists for its 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from voicegate.engine.seam import Say, ToolCancelled, ToolFinished, ToolStarted,
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.decorator import Tool, tool
 from voicegate.engine.tools.isolation import ToolLoops
+from voicegate.engine.tools.rasa_compat import rasa_aliases
 from voicegate.engine.tools.result import ToolResult
 
 SCRIPT = {
@@ -195,3 +197,51 @@ async def test_a_blocked_tool_times_out_and_the_next_call_runs_on_a_fresh_loop(
     discarded = "tool 'work' was abandoned; its memory write to 'cards.card_list' is discarded"
     assert discarded in messages
     assert "abandoned tool 'work' ended normally (its result is discarded)" in messages
+
+
+async def test_a_tool_that_calls_sys_exit_fails_its_call_and_later_calls_still_run(
+    tool_loops: ToolLoops,
+) -> None:
+    # asyncio re-raises SystemExit out of the loop running the task: before, one published
+    # tool's sys.exit() (argparse does it too) stopped the shared tool loop and then the
+    # engine's loop, so every later tool call failed and the gateway process exited.
+    calls: list[int] = []
+
+    @tool(description="Exits the first time")
+    async def work() -> ToolResult:
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemExit(3)
+        return ToolResult(llm_response={"status": "ok"})
+
+    engine = engine_with(work, tool_loops)
+    await open_call(engine)
+    first = await collect(engine, "c1", Transcript("one"))
+    failed = [e for e in first if isinstance(e, ToolFinished)]
+    assert [(e.outcome, e.result) for e in failed] == [
+        ("error", {"error": "tool 'work' failed: SystemExit: 3"})
+    ]
+    second = await collect(engine, "c1", Transcript("two"))
+    assert [e.outcome for e in second if isinstance(e, ToolFinished)] == ["ok"]
+
+
+async def test_current_turn_context_names_the_conversation_on_the_tool_thread(
+    tool_loops: ToolLoops,
+) -> None:
+    # contract §1 lists rasa.mantle.orchestration.turn_context.current_turn_context() [ex]:
+    # published tools key their backend records by its sender_id
+    with rasa_aliases():
+        module = importlib.import_module("rasa.mantle.orchestration.turn_context")
+    senders: list[str] = []
+
+    @tool(description="Who is this for")
+    async def work() -> ToolResult:
+        senders.append(module.current_turn_context().sender_id)
+        return ToolResult(llm_response={"status": "ok"})
+
+    engine = engine_with(work, tool_loops)
+    await open_call(engine)
+    await collect(engine, "c1", Transcript("one"))
+    assert senders == ["conv-c1"]
+    with pytest.raises(RuntimeError, match="only available while a tool runs"):
+        module.current_turn_context()

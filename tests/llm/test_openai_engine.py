@@ -24,7 +24,7 @@ from tests.llm.chat_server import (
     sse,
     text_chunks,
 )
-from voicegate.cli.wiring import build_llm
+from voicegate.cli.engines import build_llm
 from voicegate.engine.loop.engine import ProjectEngine
 from voicegate.engine.memory.store import InMemoryStore
 from voicegate.engine.project.loader import load_project

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.llm.chat_server import ChatServer, Reply, chunk, sse, text_chunks
-from voicegate.cli.wiring import build_llm, split_model_spec
+from voicegate.cli.engines import build_llm, split_model_spec
 from voicegate.engine.llm.port import TextDelta, UserMessage
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.llm.selection import (
@@ -52,6 +52,12 @@ def test_self_hosted_entry_with_extras_and_timeout() -> None:
     assert settings.api_key_env == ""  # a self-hosted server needs no key unless one is named
     assert settings.read_timeout_s == 12.0
     assert settings.options == {"temperature": 0.1, "max_tokens": 200}
+
+
+def test_a_key_written_on_the_model_is_never_sent_in_the_request() -> None:
+    entry = {"provider": "openai", "model": "gpt-4.1-mini", "api_key": "sk-live-123"}
+    settings = select_chat_model(integrations(entry))
+    assert "api_key" not in settings.options  # contract §2.2: api_key_env, never a literal
 
 
 @pytest.mark.parametrize(

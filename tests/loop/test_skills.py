@@ -7,6 +7,7 @@ The conversations run the card_services fixture, a project written to the Mantle
 from typing import Any
 
 from tests.loop.loop_kit import ADA_PHONE, CARD_SERVICES, Chat, ended, said, started
+from voicegate.engine.loop import snapshot
 from voicegate.engine.seam import ToolStarted
 
 #: Turns that verify Ada: authenticate asks for her date of birth, then checks it.
@@ -222,7 +223,38 @@ async def test_utter_when_fires_on_the_write_that_makes_it_true_and_not_again() 
     assert said(stolen) == ["This call is recorded for your security.", *warning]
     assert said(await chat.send("yes, stolen")) == []  # still true: no second warning
     assert said(await chat.send("no wait, I lost it")) == []
-    assert said(await chat.send("sorry, it was stolen after all")) == warning  # true again
+    # true again, but it fires "the first time the condition becomes true" (skill.md
+    # reference): the caller already heard the warning in this activation
+    assert said(await chat.send("sorry, it was stolen after all")) == []
+
+
+async def test_utter_when_fires_again_in_a_new_activation_and_its_state_is_saved() -> None:
+    chat = await chat_with(
+        {
+            "calls": [
+                {"activate": {"flow_id": "card_replace"}},
+                {"set_fields": {"replacement_reason": "stolen"}},
+            ]
+        },
+        {"calls": ["cancel_skill"]},
+        {
+            "calls": [
+                {"activate": {"flow_id": "card_replace"}},
+                {"set_fields": {"replacement_reason": "stolen"}},
+            ]
+        },
+    )
+    await verified(chat)
+    warning = ["I'm sorry about the theft.", "We will lock the card right away."]
+    assert said(await chat.send("my card was stolen"))[-2:] == warning
+    fired = {("card_replace", "utter_stolen_warning")}
+    state = chat.engine.session("c1").dialogue
+    assert state.utter_fired == fired
+    # a call resumed on another node does not warn again (issue 13 snapshot)
+    saved = snapshot.loads(snapshot.dumps(snapshot.Snapshot(state, [], 1)))
+    assert saved.dialogue.utter_fired == fired
+    await chat.send("forget it")
+    assert said(await chat.send("my card was stolen"))[-2:] == warning  # activated again
 
 
 async def test_a_model_that_completes_the_last_skill_hears_the_completion_question() -> None:

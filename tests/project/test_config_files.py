@@ -188,6 +188,11 @@ def test_mcp_servers_accept_id_as_the_older_name_and_keep_options(tmp_path: Path
             + "mcp_servers:\n  - {name: a, url: u, oauth: {client_secret: s3cret}}\n",
             "config.integrations.invalid_mcp_server",
         ),
+        (
+            "llm: {model_group: main}\nmodel_groups:\n  - id: main\n    models:\n"
+            "      - {provider: openai, model: gpt-4.1-mini, api_key: '${OPENAI_API_KEY}'}\n",
+            "config.integrations.key_in_model",
+        ),
     ],
 )
 def test_integrations_problems(tmp_path: Path, text: str, code: str) -> None:

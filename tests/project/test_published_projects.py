@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.project.project_kit import problems
+from voicegate.cli.engines import openai_model
 from voicegate.cli.main import main
-from voicegate.cli.wiring import openai_model
 from voicegate.engine.project.loader import inspect_project, load_project
 
 PUBLISHED = Path(__file__).resolve().parent / "published"
@@ -212,3 +212,18 @@ def test_a_shared_hook_and_a_helper_class_are_judged_under_their_importers_only(
         20,  # in Calendar.book, reached from the book_visit tool
     )
     assert "writing as skill 'find_doctor'" in error.message
+
+
+def test_hook_modules_load_with_a_warning_that_they_never_run(tmp_path: Path) -> None:
+    # contract §2.9: hooks.py and hooks/**/*.py are optional and "under development";
+    # voicegate does not run them, and a project relying on one is told so, not left to
+    # find out that its modify_incoming_message hook never fired
+    hook = "from rasa.mantle.hooks import on_turn_started\n"
+    root = copy(tmp_path, {"hooks.py": hook, "hooks/audit/extra.py": hook})
+    report = inspect_project(root)
+    assert report.project is not None
+    assert [w.code for w in report.warnings] == [INLINE_LLM[0], *["project.hooks_not_run"] * 2]
+    assert [(code, path) for code, path, _ in problems(root)][1:] == [
+        ("project.hooks_not_run", "hooks.py"),
+        ("project.hooks_not_run", "hooks/audit/extra.py"),
+    ]

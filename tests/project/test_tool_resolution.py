@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.project.project_kit import INTEGRATIONS, TOOL_HEADER, codes, skill_md, tool_source, write
-from voicegate.engine.project.loader import load_project
+from tests.project.project_kit import (
+    INTEGRATIONS,
+    TOOL_HEADER,
+    codes,
+    problems,
+    skill_md,
+    tool_source,
+    write,
+)
+from voicegate.engine.project.loader import inspect_project, load_project
 from voicegate.engine.project.model import ToolOrigin
 
 
@@ -66,7 +74,10 @@ def test_tools_folder_shadows_tools_py_and_is_logged(
     with caplog.at_level(logging.WARNING):
         project = load_project(tmp_path)
     assert project.skills["cards"].toolset["lock_card"].tool.description == "Folder tool"
-    assert "duplicate" in caplog.text
+    assert caplog.messages == [
+        "skills/cards/tools/more.py: tool 'lock_card' shadows the one in skills/cards/tools.py "
+        "(duplicate)"
+    ]
 
 
 def test_mcp_entries_resolve_to_their_bare_names(tmp_path: Path) -> None:
@@ -210,6 +221,28 @@ def test_every_tool_module_is_reported_not_just_the_first(tmp_path: Path) -> Non
         "mantle.validation.tools.import_failed",
         "mantle.validation.tools.import_failed",
         "mantle.validation.tools.invalid_definition",
+    ]
+
+
+def test_a_tool_module_that_exits_while_it_loads_is_an_import_failure(tmp_path: Path) -> None:
+    # argparse at module level (copied from a script) exits: before, it ended validate itself
+    # with argparse's usage message instead of naming the module.
+    write(
+        tmp_path,
+        {
+            "tools/cli_copy.py": "import argparse\n"
+            "ARGS = argparse.ArgumentParser().parse_args(['--nope'])\n",
+            "skills/cards/tools.py": "import sys\nsys.exit(4)\n",
+        },
+    )
+    failed = "mantle.validation.tools.import_failed"
+    assert problems(tmp_path) == [
+        (failed, "tools/cli_copy.py", 2),
+        (failed, "skills/cards/tools.py", 2),
+    ]
+    assert [problem.message for problem in inspect_project(tmp_path).problems] == [
+        "cannot import this tool module: it exits while it loads (SystemExit: 2)",
+        "cannot import this tool module: it exits while it loads (SystemExit: 4)",
     ]
 
 

@@ -11,7 +11,7 @@ from tests.audio.stereo_kit import tone, write_channels
 from tests.speech.speech_kit import HUMAN
 from tests.speech.wordscore import normalise
 from voicegate.audio.wav import read_wav, write_wav
-from voicegate.cli import wiring
+from voicegate.cli import engines, wiring
 from voicegate.cli.main import main
 from voicegate.config import settings_from_data
 from voicegate.errors import ConfigError
@@ -85,9 +85,9 @@ def test_say_refuses_an_unknown_voice(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_the_embedded_engine_specs_build_the_embedded_engines() -> None:
-    assert isinstance(wiring.build_tts("espeak", 16000), EspeakTextToSpeech)
-    assert wiring.build_tts("espeak:en-us", 8000).sample_rate == 8000
-    stt = wiring.build_stt("whisper:tiny.en")
+    assert isinstance(engines.build_tts("espeak", 16000), EspeakTextToSpeech)
+    assert engines.build_tts("espeak:en-us", 8000).sample_rate == 8000
+    stt = engines.build_stt("whisper:tiny.en")
     assert isinstance(stt, WhisperSpeechToText)
     stt.close()
 
@@ -121,7 +121,7 @@ def test_whisper_decodes_interims_only_where_a_decision_reads_them(
 )
 def test_a_bad_stt_spec_is_a_config_error(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        wiring.build_stt(spec)
+        engines.build_stt(spec)
 
 
 @pytest.mark.parametrize(
@@ -130,4 +130,4 @@ def test_a_bad_stt_spec_is_a_config_error(spec: str, message: str) -> None:
 )
 def test_a_bad_tts_spec_is_a_config_error(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        wiring.build_tts(spec, 16000)
+        engines.build_tts(spec, 16000)

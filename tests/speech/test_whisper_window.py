@@ -6,6 +6,8 @@ recogniser has the default 10 s window); these tests pin what decides which wind
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ from voicegate.audio.wav import read_wav
 from voicegate.config.loader import parse_settings
 from voicegate.errors import ConfigError, SpeechError
 from voicegate.speech.embedded.whisper_model import WhisperOptions, WhisperRecognizer
-from voicegate.speech.embedded.whisper_window import loops
+from voicegate.speech.embedded.whisper_window import collapsed_words, loops
 
 RATE = 16000
 
@@ -40,6 +42,46 @@ def test_a_phrase_repeated_three_times_running_is_a_loop() -> None:
     assert not loops("five five")
     assert not loops("Front, right. 10 of clubs. 7.")
     assert not loops("")
+
+
+def test_a_loop_collapses_to_one_repetition_of_its_phrase() -> None:
+    assert collapsed_words("0 0 0 0 0 0 0 0 0") == ["0"]
+    assert collapsed_words("Goodbye. Goodbye. Goodbye.") == ["goodbye"]
+    assert collapsed_words("thank you goodbye thank you goodbye") == ["thank", "you", "goodbye"]
+    assert collapsed_words("Front, right. 10 of clubs.") == ["front", "right", "10", "of", "clubs"]
+
+
+def test_a_looping_short_decode_is_retried_on_a_longer_short_window(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first 60 % of "zero" on the phone path: the 10 s window loops on it ("0 0 0 ..."),
+    # as a pause decode of a live call can (docs/turn-taking.md).
+    audio = read_wav(
+        Path(__file__).resolve().parents[2] / "fixtures/audio/human/asterisk/digit-0.wav"
+    )
+    cut = audio.samples[: len(audio.samples) * 6 // 10]
+    short = recognizer._short
+    assert short is not None
+    as_16k = resample_all(cut, audio.sample_rate, RATE).astype(np.float32) / 32768
+    first, _ = short._generate(as_16k, 10.0)
+    assert loops(first), first  # the case this test is about
+
+    def no_full_decode(audio: object) -> str:
+        raise AssertionError("the full 30 s window was decoded")
+
+    monkeypatch.setattr(recognizer, "_decode_full", no_full_decode)
+    assert collapsed_words(recognizer.transcribe(cut, audio.sample_rate)) == ["0"]
+
+
+def test_a_retry_that_disagrees_with_the_loop_goes_to_the_full_window(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = recognizer._short
+    assert short is not None
+    answers = iter([("no no no no", False), ("yes", False)])  # the retry hears other words
+    monkeypatch.setattr(short, "_generate", lambda audio, window_s: next(answers))
+    monkeypatch.setattr(recognizer, "_decode_full", lambda audio: "full window")
+    assert recognizer.transcribe(np.ones(RATE, dtype=np.int16) * 1000, RATE) == "full window"
 
 
 def test_several_phrases_in_one_short_window_are_all_heard(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,43 @@ def test_a_busy_model_refuses_more_than_its_queue() -> None:
         assert loaded.pending == 0
     finally:
         loaded.close()
+
+
+def test_cancelling_a_running_inference_stops_it_and_frees_its_place() -> None:
+    loaded = SmartTurnModel(bundled_model_path(), workers=1, max_queue=0)
+    try:
+        audio = read_wav(AUDIO / "alsa" / "Rear_Center_16k.wav").samples
+        outcomes = []
+        for _ in range(3):  # a run is ~60-90 ms of CPU: a starved test thread may miss one
+            running = loaded.submit(audio, 16000)
+            assert running is not None
+            deadline = time.monotonic() + 30
+            while not (running.running() or running.done()) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert not running.cancel()  # it runs: a plain future would run on to the end
+            outcomes.append(running.exception(timeout=30))
+            if outcomes[-1] is not None:
+                break
+        assert outcomes[-1] is not None
+        assert "terminate" in str(outcomes[-1])
+        assert loaded.pending == 0
+        again = loaded.submit(audio, 16000)  # the thread is free for the next pause
+        assert again is not None
+        assert again.result(timeout=30) > 0.5
+    finally:
+        loaded.close()
+
+
+def test_closing_the_model_cancels_inferences_still_waiting() -> None:
+    loaded = SmartTurnModel(bundled_model_path(), workers=1, max_queue=1)
+    audio = read_wav(AUDIO / "alsa" / "Rear_Center_16k.wav").samples
+    running, waiting = loaded.submit(audio, 16000), loaded.submit(audio, 16000)
+    assert running is not None
+    assert waiting is not None
+    loaded.close()
+    assert waiting.cancelled()  # a poller of its future is not left waiting forever
+    running.exception(timeout=30)  # stopped or finished, but done
+    assert loaded.pending == 0
 
 
 def test_a_file_that_is_not_the_shipped_model_is_refused(tmp_path: Path) -> None:

@@ -107,6 +107,16 @@ def test_speech_that_resumes_cancels_its_pauses_inference_once() -> None:
     assert len(model.asked) == 1
 
 
+def test_a_turn_the_silence_timeout_ends_cancels_its_waiting_inference() -> None:
+    model, reports = FakeModel(0.9, slow=True), []  # queued behind other calls' pauses
+    turns, _ = tracker(model, reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 1000, [Voice(False, 800)])
+    assert released(turns, 1020, 1400) == [(1300, Voice(False, 800))]
+    assert reports[-1]["model"] == "asked"
+    assert model.futures[0].cancelled()  # never run: the turn it was for is over
+
+
 def test_a_complete_pause_ends_the_turn_once_the_transcript_is_in() -> None:
     model = FakeModel(0.9)
     turns, pauses = tracker(model)

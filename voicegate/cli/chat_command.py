@@ -28,7 +28,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TextIO
 
-from voicegate.cli import wiring
+from voicegate.cli import engines, wiring
 from voicegate.engine.history import ToolExecuted
 from voicegate.engine.llm.port import LLMFactory, LLMPort, Message, StreamItem, SystemMessage
 from voicegate.engine.loop.engine import ProjectEngine
@@ -228,10 +228,10 @@ def _specs(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def _llm_factory(spec: str, project: Project) -> LLMFactory:
-    """The model ``--llm`` names, built as ``serve`` builds it (cli/wiring.py)."""
+    """The model ``--llm`` names, built as ``serve`` builds it (cli/engines.py)."""
     if not spec:
         raise ConfigError("no --llm given: use scripted:FILE, rules, or openai[:MODEL[@URL]]")
-    return wiring.build_llm(spec, project, os.environ)
+    return engines.build_llm(spec, project, os.environ)
 
 
 def _store(kind: str, data_dir: Path) -> MemoryStore:

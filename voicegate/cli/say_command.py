@@ -15,8 +15,8 @@ import numpy as np
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.wav import write_wav
+from voicegate.cli.engines import build_espeak
 from voicegate.cli.paths import check_output_file
-from voicegate.cli.wiring import build_espeak
 from voicegate.errors import ConfigError
 from voicegate.speech.embedded.espeak_lib import Voice
 from voicegate.speech.ports import TextToSpeech

@@ -27,7 +27,7 @@ from voicegate.audio.g711 import ulaw_decode, ulaw_encode
 from voicegate.audio.pcm import Samples, samples_for_ms
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.cli.channel_option import add_channel_option, read_input
-from voicegate.cli.wiring import load_whisper
+from voicegate.cli.engines import load_whisper
 from voicegate.speech.embedded.whisper_model import (
     BUNDLED_MODEL,
     WHISPER_RATE,

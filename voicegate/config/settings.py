@@ -501,7 +501,7 @@ class PlayoutSettings:
 @dataclass(frozen=True, slots=True)
 class SpeechSettings:
     """``speech``: which STT and TTS engines to use (``whisper``, ``espeak``, ``scripted:FILE``,
-    ``tone``; cli/wiring.py builds them)."""
+    ``tone``; cli/engines.py builds them)."""
 
     stt: str = "whisper"
     tts: str = "espeak"

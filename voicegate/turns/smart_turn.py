@@ -69,7 +69,7 @@ class SmartTurnModel:
         )
         self._capacity = workers + max_queue
         self._lock = threading.Lock()
-        self._pending = 0
+        self._pending: set[Future[float]] = set()
         self._budget = CpuBudget(cpu_share)
         self._executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="smart-turn", initializer=_yield_to_media
@@ -78,7 +78,9 @@ class SmartTurnModel:
         # paid here at startup, not at a caller's first pause.
         self.probability(np.zeros(SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
 
-    def probability(self, samples: Samples, sample_rate: int) -> float:
+    def probability(
+        self, samples: Samples, sample_rate: int, options: ort.RunOptions | None = None
+    ) -> float:
         """Blocking: the probability that the turn is complete at the end of ``samples``."""
         audio = (
             samples
@@ -87,48 +89,81 @@ class SmartTurnModel:
         )
         window = last_window((audio.astype(np.float32) / 32768.0).astype(np.float32))
         features: npt.NDArray[np.float32] = log_mel(window)[None, :, :]
-        outputs = self._session.run(None, {"input_features": features})
+        outputs = self._session.run(None, {"input_features": features}, options)
         return float(np.asarray(outputs[0]).reshape(-1)[0])
 
     def submit(self, samples: Samples, sample_rate: int) -> Future[float] | None:
         """Score on a worker thread (poll the future); None when too many already wait.
 
+        Cancelling the future stops the inference even once it runs (:class:`Inference`).
         In virtual time the score is ready one modelled inference later (issue 19), and the
         CPU share, a wall-clock budget, is not applied: replays decide the same every run.
         """
         virtual = virtual_loop() is not None
+        inference = Inference()
         with self._lock:
-            if self._pending >= self._capacity:
+            if len(self._pending) >= self._capacity:
                 return None
             if not virtual and not self._budget.allows(time.monotonic()):
                 return None
-            self._pending += 1
-        work = self._executor.submit(self._timed, samples, sample_rate)
+            self._pending.add(inference)
         # Also runs when a waiting inference is cancelled (its pause resumed): it frees a place.
-        work.add_done_callback(self._finished)
-        return charged(work, COMPONENT)
+        inference.add_done_callback(self._finished)
+        self._executor.submit(self._run, inference, samples, sample_rate)
+        return charged(inference, COMPONENT)
 
     @property
     def pending(self) -> int:
         """Inferences running or waiting now."""
-        return self._pending
+        return len(self._pending)
 
     def close(self) -> None:
-        """Stop the worker threads once running inferences finish."""
+        """Stop the worker threads; inferences still running or waiting are cancelled."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            left = list(self._pending)
+        for inference in left:  # a cancelled work item never runs: its future must not hang
+            inference.cancel()
 
-    def _timed(self, samples: Samples, sample_rate: int) -> float:
+    def _run(self, inference: Inference, samples: Samples, sample_rate: int) -> None:
+        if not inference.set_running_or_notify_cancel():
+            return  # cancelled while it waited: not run at all
         started = time.thread_time()
         try:
-            return self.probability(samples, sample_rate)
+            inference.set_result(self.probability(samples, sample_rate, inference.options))
+        except Exception as error:  # includes ORT's "terminate flag" failure of a cancel
+            inference.set_exception(error)
         finally:
             spent = time.thread_time() - started
             with self._lock:
                 self._budget.spend(spent, time.monotonic())
 
-    def _finished(self, _: Future[float]) -> None:
+    def _finished(self, inference: Future[float]) -> None:
         with self._lock:
-            self._pending -= 1
+            self._pending.discard(inference)
+
+
+class Inference(Future[float]):
+    """One scoring, whose :meth:`cancel` also stops a run already under way.
+
+    A plain future cannot be cancelled once its thread runs it, so a pause that the caller
+    resumed, or a turn that ended on a timeout before the verdict (a loaded machine), kept
+    the model's thread for the whole ~85 ms run. ONNX Runtime checks ``RunOptions.terminate``
+    between the graph's nodes, so the run stops within a few ms, the CPU is left to the
+    calls and the next pause's inference starts sooner.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.options = ort.RunOptions()
+
+    def cancel(self) -> bool:
+        """Cancel a waiting inference, or stop a running one (its result is then an error)."""
+        if super().cancel():
+            return True
+        if not self.done():
+            self.options.terminate = True
+        return False
 
 
 class CpuBudget:

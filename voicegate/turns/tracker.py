@@ -245,6 +245,11 @@ class TurnTracker:
         self._eot, end = end_of_turn.decide(self._eot, now_ms, self._eot_settings)
         if end is None:
             return []
+        # Ended without the verdict (a timeout on a loaded machine): an inference still queued
+        # for the model's thread would cost ~85 ms of CPU for a turn already over, and keep a
+        # place a later pause could use (bench/calls.py's end_of_turn: "silence timeout /
+        # asked").
+        self._drop_scoring()
         if self._report is not None and self._model is not None:
             self._report(
                 now_ms,

@@ -58,6 +58,10 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 _ENTRY_KEYS = frozenset(
     {"provider", "model", "api_base", "api_key_env", "timeout", "model_group", "max_prompt_tokens"}
 )
+#: Never sent: contract §2.2 keeps keys out of ``llm``/``model_groups`` (``api_key_env`` names
+#: the variable instead), so an ``api_key`` there is a literal secret or an unexpanded
+#: ``${VAR}``; validation warns (``config.integrations.key_in_model``).
+_SECRET_KEYS = frozenset({"api_key"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +138,11 @@ def _settings_of(entry: Mapping[str, Any], where: str) -> ChatModelSettings:
             base_url=base_url or default_base,
             api_key_env=_text(entry, "api_key_env", where) or default_key_env,
             read_timeout_s=_timeout(entry, where),
-            options={key: value for key, value in entry.items() if key not in _ENTRY_KEYS},
+            options={
+                key: value
+                for key, value in entry.items()
+                if key not in _ENTRY_KEYS and key not in _SECRET_KEYS
+            },
         )
     except ConfigError as error:
         raise ConfigError(f"{where}: {error}") from None

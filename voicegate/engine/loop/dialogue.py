@@ -92,6 +92,10 @@ class DialogueState:
     # Last truth value of each ``utter: when:`` trigger, keyed (skill id, response name), so
     # a response fires only on the write that makes its condition true (contract §2.5).
     utter_truth: dict[tuple[str, str], bool] = field(default_factory=dict)
+    # The triggers that already spoke since their skill was activated: a ``when:`` response
+    # fires "the first time" its condition becomes true (skill.md reference), not again after
+    # the condition went false and true again.
+    utter_fired: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def top(self) -> SkillFrame | None:

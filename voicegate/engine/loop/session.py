@@ -20,6 +20,7 @@ from voicegate.engine.seam import CallInfo, MemorySet
 from voicegate.engine.tools.catalog import ToolCatalog
 from voicegate.engine.tools.context import ButtonCollector, ToolContext, ToolModelContext
 from voicegate.engine.tools.isolation import ToolLoops
+from voicegate.engine.tools.turn_context import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class Session:
         self.resume_line: str | None = None
         # Tools see the same knowledge index search_knowledge reads (tools reference).
         self._model_context = ToolModelContext(project.llm_config, project.references)
+        # current_turn_context().sender_id: the conversation the call's memory is kept under.
+        self._turn_context = TurnContext(call.memory_key)
 
     @property
     def tool_timeout(self) -> float:
@@ -90,6 +93,7 @@ class Session:
             events=self.history.snapshot,
             model=self._model_context,
             buttons=buttons,
+            turn_context=self._turn_context,
         )
 
     def write_recorder(self, channel: TurnChannel) -> WriteObserver:

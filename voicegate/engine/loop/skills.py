@@ -11,8 +11,9 @@ completion question (``utter_anything_else``) is asked and the engine waits; a c
 leaves the word to the model.
 
 ``utter: when:`` triggers are edge-triggered: the baseline is taken at activation, and a
-response fires on the write that turns its condition from false to true (again only after it
-turned false in between). voicegate's choice: only the active skill's triggers speak; a
+response fires on the write that turns its condition from false to true, once per activation
+("the first time the condition becomes true", skill.md reference): not again when it turns
+false and true again. voicegate's choice: only the active skill's triggers speak; a
 condition that turned true while the skill was parked fires when it resumes.
 """
 
@@ -153,7 +154,8 @@ async def fire_utters(turn: Turn) -> None:
         now = turn.holds(trigger.when)
         before = turn.dialogue.utter_truth.get(key, False)
         turn.dialogue.utter_truth[key] = now
-        if now and not before:
+        if now and not before and key not in turn.dialogue.utter_fired:
+            turn.dialogue.utter_fired.add(key)
             await deliver(turn, trigger.response, frame.skill_id)
 
 
@@ -162,6 +164,7 @@ def _take_utter_baseline(turn: Turn, skill_id: str) -> None:
         if trigger.when is not None:
             key = (skill_id, trigger.response)
             turn.dialogue.utter_truth[key] = turn.holds(trigger.when)
+            turn.dialogue.utter_fired.discard(key)
 
 
 def _position(turn: Turn, frame: SkillFrame) -> tuple[str, str]:

@@ -87,6 +87,7 @@ def _dialogue_record(state: DialogueState) -> dict[str, Any]:
         "step_decision": state.step_decision,
         "resume_offered": state.resume_offered,
         "utter_truth": [[skill, name, truth] for (skill, name), truth in state.utter_truth.items()],
+        "utter_fired": sorted([skill, name] for skill, name in state.utter_fired),
     }
 
 
@@ -106,6 +107,8 @@ def _dialogue(record: dict[str, Any]) -> DialogueState:
         step_decision=record["step_decision"],
         resume_offered=bool(record["resume_offered"]),
         utter_truth={(skill, name): bool(truth) for skill, name, truth in record["utter_truth"]},
+        # Absent from snapshots written before the key existed.
+        utter_fired={(skill, name) for skill, name in record.get("utter_fired", [])},
     )
 
 

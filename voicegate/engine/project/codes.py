@@ -34,10 +34,13 @@ CONDITION_UNKNOWN_NAME = "mantle.validation.condition.unknown_name"
 
 # --- Named by voicegate for documented checks (contract §9.2) ----------------------------------
 PROJECT_LAYOUT = "project.invalid_layout"
+# A warning: hooks (contract §2.9, "under development") are not run by voicegate.
+PROJECT_HOOKS_NOT_RUN = "project.hooks_not_run"
 AGENT_INVALID = "config.agent.invalid"
 AGENT_INVALID_REFERENCES = "config.agent.invalid_references"
 INTEGRATIONS_INVALID = "config.integrations.invalid"
 INTEGRATIONS_INLINE_LLM = "config.integrations.inline_llm"
+INTEGRATIONS_KEY_IN_MODEL = "config.integrations.key_in_model"
 INTEGRATIONS_UNKNOWN_MODEL_GROUP = "config.integrations.unknown_model_group"
 INTEGRATIONS_INVALID_MCP_SERVER = "config.integrations.invalid_mcp_server"
 

@@ -117,6 +117,7 @@ def _inline_llm(llm: Mapping[str, Any], path: str, problems: Problems) -> Mappin
         path,
         key_line(llm, inline[0]),
     )
+    _warn_key_in_model(llm, path, problems)
     if not (is_text(llm.get("model")) or is_text(llm.get("deployment"))):
         problems.add(
             codes.INTEGRATIONS_INVALID,
@@ -166,7 +167,22 @@ def _model_groups(
             )
         else:
             groups[group["id"]] = tuple(models)
+            for model in models:
+                _warn_key_in_model(model, path, problems)
     return groups
+
+
+def _warn_key_in_model(entry: Mapping[str, Any], path: str, problems: Problems) -> None:
+    """An ``api_key`` on a model: §2.2 expands nothing there and wants ``api_key_env``."""
+    if "api_key" in entry:
+        problems.warn(
+            codes.INTEGRATIONS_KEY_IN_MODEL,
+            "a model sets 'api_key', which voicegate neither expands nor sends (llm and "
+            "model_groups are not expanded, and keys must not be committed); put the key in an "
+            "environment variable and name it with 'api_key_env'",
+            path,
+            key_line(entry, "api_key"),
+        )
 
 
 def _mcp_servers(

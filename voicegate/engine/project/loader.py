@@ -149,6 +149,7 @@ class _Loader:
         local_names = {sid: set(loaded.tools) for sid, loaded in local.items()}
         check_button_sources(responses, local_names, self.problems)
         self._memory_writes(schema, skills, local, shared)
+        self._hooks()
         return Project(
             agent=agent,
             memory=schema,
@@ -160,6 +161,22 @@ class _Loader:
             shared_tools=shared.tools,
             references=self._references(agent, skill_ids),
         )
+
+    def _hooks(self) -> None:
+        """Warn about hook modules: voicegate does not run them (contract §2.9).
+
+        A project whose hooks redact or rewrite text must not lose them silently; the
+        project still loads, and ``validate --strict`` fails on it.
+        """
+        folder = self.root / "hooks"
+        found = [self.root / "hooks.py"] + (sorted(folder.rglob("*.py")) if folder.is_dir() else [])
+        for path in (path for path in found if path.is_file()):
+            self.problems.warn(
+                codes.PROJECT_HOOKS_NOT_RUN,
+                "voicegate does not run hooks (contract §2.9, under development): "
+                "this module is not imported and its hooks never fire",
+                path,
+            )
 
     def _read(self, path: Path, code: str) -> tuple[bool, Any]:
         """``(ok, data)`` of a YAML file; a missing file reads as ``(True, None)``."""

@@ -97,12 +97,17 @@ def load_skill_tools(root: Path, skill_id: str, problems: Problems) -> LoadedToo
     folder = _load_folder(skill_dir / "tools", f"{package}.tools", problems)
     modules += folder.modules
     tools = dict(modules[0].tools) if modules and modules[0].path == single else {}
-    for name, found in folder.tools.items():
-        if name in tools:
-            log.warning(
-                "%s: tool %r shadows the one in %s (duplicate)", found.defined_in, name, single
-            )
-        tools[name] = found
+    for module in folder.modules:
+        for name, found in module.tools.items():
+            if name in tools and tools[name] is not found:
+                # Named by file: the module's import name is voicegate's, not the author's.
+                log.warning(
+                    "%s: tool %r shadows the one in %s (duplicate)",
+                    module.path.relative_to(root),
+                    name,
+                    single.relative_to(root),
+                )
+    tools.update(folder.tools)
     return LoadedTools(tools, tuple(modules), complete and folder.complete)
 
 
@@ -175,15 +180,24 @@ def _import(path: Path, module_name: str, problems: Problems) -> ModuleType | No
             )
         )
         return None
-    except Exception as error:
+    except (Exception, SystemExit) as error:
+        # SystemExit too: a module that exits while it loads (argparse's parse_args() at
+        # module level, a stray sys.exit()) is a module that cannot be imported, not the end
+        # of validate or serve (contract §9.2: an import failure fails train).
         problems.add(
             codes.TOOL_IMPORT_FAILED,
-            f"cannot import this tool module: {type(error).__name__}: {error}",
+            f"cannot import this tool module: {_failure(error)}",
             path,
             _error_line(error, path),
         )
         return None
     return module
+
+
+def _failure(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it exits while it loads (SystemExit: {error.code})"
+    return f"{type(error).__name__}: {error}"
 
 
 def _tool_valid(found: Tool, path: Path, problems: Problems) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from voicegate.engine.history import Event
 from voicegate.engine.tools.buttons import Button
 from voicegate.engine.tools.isolation import EngineCalls
+from voicegate.engine.tools.turn_context import TurnContext
 
 
 class TurnSignals(Protocol):
@@ -135,12 +136,15 @@ class ToolContext:
         events: Callable[[], list[Event]],
         model: ToolModelContext,
         buttons: ButtonCollector | None = None,
+        turn_context: TurnContext | None = None,
     ) -> None:
         self._memory = memory
         self._turn = turn
         self._events = events
         self._model = model
         self._buttons = buttons
+        #: What ``current_turn_context()`` answers while this invocation runs.
+        self.turn_context = turn_context
 
     def across(self, calls: EngineCalls) -> ToolContext:
         """This context for a tool running on another thread: engine access goes via ``calls``."""
@@ -151,6 +155,7 @@ class ToolContext:
             events=lambda: calls.read(self._events),
             model=self._model,
             buttons=_ButtonsAcross(buttons, calls) if buttons is not None else None,
+            turn_context=self.turn_context,
         )
 
     async def send(self, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.invocable import ToolSource
 from voicegate.engine.tools.schema import ToolSpec, derive_spec, validate_arguments
+from voicegate.engine.tools.turn_context import within
 from voicegate.errors import ToolDefinitionError
 
 __all__ = ["Tool", "ToolContext", "tool"]
@@ -83,8 +84,10 @@ class Tool:
     ) -> Coroutine[Any, Any, Any]:
         """Start a call with validated arguments, passing ``context=`` when declared."""
         if self.takes_context:
-            return self.function(**arguments, context=context)
-        return self.function(**arguments)
+            call = self.function(**arguments, context=context)
+        else:
+            call = self.function(**arguments)
+        return within(context.turn_context, call)
 
 
 def tool(

@@ -23,7 +23,13 @@ from typing import Any
 from voicegate.engine.history import ToolOutcomeKind
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.invocable import InvocableTool
-from voicegate.engine.tools.isolation import CompletedBeforeCancel, EngineCalls, ToolLoops
+from voicegate.engine.tools.isolation import (
+    CompletedBeforeCancel,
+    EngineCalls,
+    ToolExited,
+    ToolLoops,
+    contained,
+)
 from voicegate.engine.tools.result import ToolResult
 from voicegate.errors import ToolExecutionError, ToolTimeoutError
 
@@ -97,7 +103,8 @@ async def _call_with_timeout(
     try:
         async with deadline:
             if tool_loops is None or tool.source != "local":
-                return await tool.invoke(arguments, context)
+                # Inline (replay on virtual time): a tool's sys.exit() must not reach the loop.
+                return await contained(lambda: tool.invoke(arguments, context))
 
             def start(calls: EngineCalls) -> Coroutine[Any, Any, Any]:
                 return tool.invoke(arguments, context.across(calls))
@@ -118,7 +125,8 @@ async def _call_with_timeout(
 
 def _failed(tool: InvocableTool, error: Exception) -> ToolExecutionError:
     log.warning("tool %r failed", tool.name, exc_info=error)
-    return ToolExecutionError(f"tool {tool.name!r} failed: {type(error).__name__}: {error}")
+    what = str(error) if isinstance(error, ToolExited) else f"{type(error).__name__}: {error}"
+    return ToolExecutionError(f"tool {tool.name!r} failed: {what}")
 
 
 def _redeliver_cancellation() -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import logging
 import threading
@@ -62,6 +63,16 @@ class CompletedBeforeCancel(Exception):  # noqa: N818 - a signal, not an error
     def __init__(self, value: Any) -> None:
         super().__init__("the tool returned before its cancel arrived")
         self.value = value
+
+
+class ToolExited(Exception):  # noqa: N818 - carries a tool's exit, not an engine error
+    """A tool raised ``SystemExit`` (``sys.exit()``, argparse), or another ``BaseException``.
+
+    asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the loop that runs the
+    task: left alone, one tool's ``sys.exit()`` stopped the shared tool loop (every later tool
+    call of every call failed) and then the engine's loop, ending the process. The tool's call
+    fails instead, like a tool raising any other exception (a failure the model reads).
+    """
 
 
 class _Call:
@@ -213,7 +224,7 @@ class ToolLoops:
         tool_loop.calls += 1
         outcome.add_done_callback(lambda _: self._call_ended(tool_loop))
         tool_loop.loop.call_soon_threadsafe(
-            _start_call, tool_loop.loop, start(calls), outcome, engine_loop, call
+            _start_call, tool_loop.loop, functools.partial(start, calls), outcome, engine_loop, call
         )
         try:
             return await asyncio.shield(outcome)
@@ -309,15 +320,31 @@ def _returned(outcome: asyncio.Future[Any]) -> bool:
 
 def _start_call(
     loop: asyncio.AbstractEventLoop,
-    coroutine: Coroutine[Any, Any, T],
+    make: Callable[[], Coroutine[Any, Any, T]],
     outcome: asyncio.Future[T],
     engine_loop: asyncio.AbstractEventLoop,
     call: _Call,
 ) -> None:
     """On the tool loop: start the call and report its end to the engine's loop."""
-    task = loop.create_task(coroutine)
+    task = loop.create_task(contained(make))
     call.task = task
     task.add_done_callback(lambda done: _report(done, outcome, engine_loop))
+
+
+async def contained(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the tool coroutine ``make()`` returns; a ``BaseException`` it raises (not a cancel)
+    is a ``ToolExited``.
+
+    The coroutine is made here, not by the caller: a task cancelled before its first step (a
+    barge-in just as the call starts) never runs this body, and a coroutine made beforehand
+    would be left never awaited.
+    """
+    try:
+        return await make()
+    except (asyncio.CancelledError, Exception):
+        raise
+    except BaseException as error:  # SystemExit, KeyboardInterrupt, a custom BaseException
+        raise ToolExited(f"{type(error).__name__}: {error}") from error
 
 
 def _cancel_call(

@@ -24,6 +24,7 @@ from voicegate.engine.tools.buttons import Button
 from voicegate.engine.tools.context import ToolContext
 from voicegate.engine.tools.decorator import tool
 from voicegate.engine.tools.result import ToolResult
+from voicegate.engine.tools.turn_context import current_turn_context
 from voicegate.errors import MemoryWriteError, ProjectMemoryAlreadySetError
 
 _MARKER = "__voicegate_alias__"
@@ -39,6 +40,7 @@ def _exports() -> dict[str, dict[str, Any]]:
             "MemoryWriteError": MemoryWriteError,
             "ProjectMemoryAlreadySetError": ProjectMemoryAlreadySetError,
         },
+        "orchestration.turn_context": {"current_turn_context": current_turn_context},
     }
     modules: dict[str, dict[str, Any]] = {"rasa": {}}
     for package in _ENGINE_PACKAGES:

@@ -40,19 +40,30 @@ def json_type(annotation: Any) -> JsonSchema:
     ``list[T]`` with a ``T`` other than ``str`` is read as an array of ``T``'s type: the table
     lists only ``list[str]`` and ``list``, and mapping ``list[int]`` to a string would send the
     model a wrong shape (§11 has no answer; this is the generalisation of the two listed rows).
+    For the same reason a ``T`` the table has no row for (``list[dict]``, a class) gives a
+    plain array, the ``list`` row: items typed as strings would refuse the objects the tool
+    expects.
     """
     annotation = _unwrap_optional(annotation)
-    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
-    if annotation in simple:
-        return {"type": simple[annotation]}
+    if annotation in _SIMPLE:
+        return {"type": _SIMPLE[annotation]}
     if annotation is list:
         return {"type": "array"}
     if typing.get_origin(annotation) is list:
         item_types = typing.get_args(annotation)
-        if not item_types or item_types[0] is Any:
+        if not item_types or not _has_row(item_types[0]):
             return {"type": "array"}
         return {"type": "array", "items": json_type(item_types[0])}
     return {"type": "string"}
+
+
+_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _has_row(annotation: Any) -> bool:
+    """Whether the type table maps ``annotation`` to a type of its own (not the fallback)."""
+    annotation = _unwrap_optional(annotation)
+    return annotation in _SIMPLE or annotation is list or typing.get_origin(annotation) is list
 
 
 def _unwrap_optional(annotation: Any) -> Any:
