@@ -151,6 +151,15 @@ def test_a_streaming_writers_data_size_reads_to_the_end(tmp_path: Path, size: in
     assert audio.missing_ms == 0  # a placeholder (arecord to a pipe: 2 GiB), not a file cut short
 
 
+def test_rf64_takes_its_data_size_from_ds64_when_chunks_follow_the_audio(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    ds64 = chunk(b"ds64", struct.pack("<QQQI", 0, len(data), len(SPEECHLIKE), 0))
+    ixml = chunk(b"iXML", b"<BWFXML>a recorder's metadata</BWFXML>")  # read as audio before
+    content = wave_file(PCM, data, before=ds64, after=ixml, data_size=0xFFFFFFFF)
+    samples, _ = read(tmp_path, b"RF64" + b"\xff\xff\xff\xff" + content[8:])
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
 def test_rf64_reads_its_data_to_the_end(tmp_path: Path) -> None:
     data = SPEECHLIKE.astype("<i2").tobytes()
     ds64 = chunk(b"ds64", struct.pack("<QQQI", 0, len(data), len(SPEECHLIKE), 0))

@@ -9,7 +9,8 @@ accepts (docs/replay.md, "What it streams"):
   cannot seek back to fill it in (ffmpeg, sox, many recorders): the audio then runs to the
   end of the file, as it does when a size is larger than the file: a recording cut short,
   whose missing bytes :attr:`WaveChunks.missing` counts, unless the size is 2 GiB or more
-  (arecord writing to a pipe declares 2 GiB: a placeholder too);
+  (arecord writing to a pipe declares 2 GiB: a placeholder too); an RF64 file's real size
+  is in its ds64 chunk;
 - a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk.
 
 It reads chunk headers from a seekable stream and never the audio itself, so a long recording
@@ -34,7 +35,8 @@ PLACEHOLDER_MIN = 0x7FFFFFFF
 
 #: RIFF, and RF64/BW64 (EBU Tech 3306, ITU-R BS.2088): the 64-bit forms that recorders
 #: (and ffmpeg's ``-rf64 auto``) write. Their 32-bit data size is 0xFFFFFFFF and the real
-#: one is in a ``ds64`` chunk; their writers put the audio last, so it is read to the end.
+#: one is in a ``ds64`` chunk (chunks may follow the audio, e.g. a BWF recorder's ``iXML``);
+#: without one (or with 0 there, a streaming writer's) the audio is read to the end.
 _MAGICS = frozenset({b"RIFF", b"RF64", b"BW64"})
 
 #: WAVE_FORMAT_EXTENSIBLE: the real format tag is the first two bytes of the sub-format GUID.
@@ -84,21 +86,36 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
     if head[:4] not in _MAGICS or head[8:12] != b"WAVE":
         raise AudioFormatError(_not_wave(head))
     fmt: WaveFormat | None = None
+    data64 = 0  # an RF64 file's real data size, from its ds64 chunk (0: none given)
     offset, chunk_id, start = 12, b"", 12
     while offset + _CHUNK_HEADER.size <= file_size:
         chunk_id, size = _CHUNK_HEADER.unpack(_read_at(stream, offset, _CHUNK_HEADER.size))
         start = offset + _CHUNK_HEADER.size
         if chunk_id == b"fmt ":
             fmt = _parse_fmt(stream.read(min(size, _MAX_FMT_BYTES)))
+        elif chunk_id == b"ds64":
+            data64 = _ds64_data_size(stream.read(min(size, _MAX_FMT_BYTES)))
         elif chunk_id == b"data":
             if fmt is None:
                 raise AudioFormatError("the data chunk comes before any fmt chunk")
-            if size in STREAMING_SIZES or (size >= PLACEHOLDER_MIN and start + size > file_size):
-                return WaveChunks(fmt, start, file_size - start)
-            present = min(size, file_size - start)
-            return WaveChunks(fmt, start, present, missing=size - present)
+            # RF64 (EBU Tech 3306): a 32-bit size of 0xFFFFFFFF defers to the ds64 chunk's.
+            real = data64 if size == 0xFFFFFFFF and data64 else size
+            return _data_chunk(fmt, start, real, file_size)
         offset = _next_chunk(stream, start + size, size)
     raise AudioFormatError(_no_data(fmt, chunk_id, offset - start, file_size - start))
+
+
+def _ds64_data_size(body: bytes) -> int:
+    """The data size in a ``ds64`` chunk (riff size, data size, sample count: 64 bits each)."""
+    return int(struct.unpack_from("<Q", body, 8)[0]) if len(body) >= 16 else 0
+
+
+def _data_chunk(fmt: WaveFormat, start: int, size: int, file_size: int) -> WaveChunks:
+    """The audio of a ``data`` chunk of ``size`` bytes at ``start``, as much as the file holds."""
+    if size in STREAMING_SIZES or (size >= PLACEHOLDER_MIN and start + size > file_size):
+        return WaveChunks(fmt, start, file_size - start)
+    present = min(size, file_size - start)
+    return WaveChunks(fmt, start, present, missing=size - present)
 
 
 def _no_data(fmt: WaveFormat | None, last_id: bytes, last_size: int, left: int) -> str:
