@@ -7,6 +7,7 @@ the tests say exactly which header field or chunk layout they exercise.
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -138,10 +139,24 @@ def test_chunks_around_data_are_skipped_with_their_pad_bytes(tmp_path: Path) -> 
     assert samples.tolist() == SPEECHLIKE.tolist()
 
 
-@pytest.mark.parametrize("size", [0, 0xFFFFFFFF], ids=["zero", "all-ones"])
+@pytest.mark.parametrize(
+    "size", [0, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000], ids=["zero", "all-ones", "2GiB-1", "2GiB"]
+)
 def test_a_streaming_writers_data_size_reads_to_the_end(tmp_path: Path, size: int) -> None:
     data = SPEECHLIKE.astype("<i2").tobytes()
-    samples, _ = read(tmp_path, wave_file(PCM, data, data_size=size))
+    path = tmp_path / "streamed.wav"
+    path.write_bytes(wave_file(PCM, data, data_size=size))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == SPEECHLIKE.tolist()
+    assert audio.missing_ms == 0  # a placeholder (arecord to a pipe: 2 GiB), not a file cut short
+
+
+def test_rf64_takes_its_data_size_from_ds64_when_chunks_follow_the_audio(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<i2").tobytes()
+    ds64 = chunk(b"ds64", struct.pack("<QQQI", 0, len(data), len(SPEECHLIKE), 0))
+    ixml = chunk(b"iXML", b"<BWFXML>a recorder's metadata</BWFXML>")  # read as audio before
+    content = wave_file(PCM, data, before=ds64, after=ixml, data_size=0xFFFFFFFF)
+    samples, _ = read(tmp_path, b"RF64" + b"\xff\xff\xff\xff" + content[8:])
     assert samples.tolist() == SPEECHLIKE.tolist()
 
 
@@ -181,3 +196,101 @@ def test_an_odd_data_chunk_drops_the_partial_sample(tmp_path: Path) -> None:
 def test_what_cannot_be_decoded_is_named(tmp_path: Path, content: bytes, message: str) -> None:
     with pytest.raises(AudioFormatError, match=message):
         read(tmp_path, content)
+
+
+def test_a_block_align_without_the_channels_reads_by_the_bits_and_byte_rate(
+    tmp_path: Path,
+) -> None:
+    frames = np.array([[1000, 3000], [-2000, -4000], [5, 7]], dtype="<i2")
+    content = bytearray(wave_file(PCM, frames.tobytes(), channels=2))
+    struct.pack_into("<H", content, 32, 2)  # block_align 2: one channel's worth, not two
+    samples, _ = read(tmp_path, bytes(content))  # the byte rate (64000) still says 4
+    assert samples.tolist() == [2000, -3000, 6]
+
+
+def test_a_header_whose_sizes_all_disagree_is_refused(tmp_path: Path) -> None:
+    content = bytearray(wave_file(PCM, bytes(64), channels=2))
+    struct.pack_into("<IH", content, 28, 16000 * 2, 2)  # byte rate and block_align: 8 bits
+    with pytest.raises(AudioFormatError, match=r"contradicts itself: 16-bit samples do not fit"):
+        read(tmp_path, bytes(content))
+
+
+def test_a_missing_pad_byte_after_an_odd_chunk_is_forgiven(tmp_path: Path) -> None:
+    odd = b"LIST" + struct.pack("<I", 5) + b"INFOx"  # no pad byte after it
+    samples, _ = read(tmp_path, wave_file(PCM, SPEECHLIKE.astype("<i2").tobytes(), before=odd))
+    assert samples.tolist() == SPEECHLIKE.tolist()
+
+
+def test_a_file_cut_short_says_how_much_audio_its_header_promised(tmp_path: Path) -> None:
+    content = wave_file(PCM, np.zeros(8000, dtype="<i2").tobytes(), rate=8000)
+    path = tmp_path / "cut.wav"
+    path.write_bytes(content[: len(content) - 4000])  # the last 2000 samples: 250 ms
+    audio = read_wav(path)
+    assert (audio.duration_ms, audio.missing_ms) == (750, 250)
+    assert audio.notes() == (
+        "the file is cut short: its header promises 250 ms more audio than the 750 ms it holds",
+    )
+
+
+def test_a_long_wide_file_is_decoded_without_holding_it_in_memory(tmp_path: Path) -> None:
+    # 40 s of 48 kHz stereo float (15 MB): decoded whole, its float64 copies took ~6x that.
+    frames = 40 * 48000
+    tone = np.sin(np.arange(frames) * 0.05).astype("<f4") * 0.5
+    data = np.stack([tone, -tone], axis=1).tobytes()
+    path = tmp_path / "long.wav"
+    path.write_bytes(wave_file(FLOAT, data, channels=2, rate=48000, bits=32))
+    tracemalloc.start()
+    try:
+        audio = read_wav(path, channel=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(audio.samples) == frames
+    assert np.array_equal(audio.samples[:3], np.rint(tone[:3] * 32768).astype(np.int16))
+    assert peak < len(data) // 2  # the mono PCM16 result (3.8 MB) and a few blocks of scratch
+
+
+@pytest.mark.parametrize(
+    ("head", "name"),
+    [
+        (b"ID3\x04\x00\x00\x00\x00\x00\x00", "an MP3 file"),
+        (b"\xff\xfb\x90\x64" + bytes(8), "an MP3 file"),
+        (b"fLaC\x00\x00\x00\x22" + bytes(8), "a FLAC file"),
+        (b"OggS\x00\x02" + bytes(10), "an Ogg file"),
+        (b"\x00\x00\x00\x20ftypM4A " + bytes(4), "an MP4/M4A file"),
+    ],
+    ids=["mp3-id3", "mp3-frame", "flac", "ogg", "m4a"],
+)
+def test_a_compressed_file_named_wav_is_named_with_how_to_convert_it(
+    tmp_path: Path, head: bytes, name: str
+) -> None:
+    with pytest.raises(AudioFormatError, match=rf"\({name}.*not a RIFF/WAVE file; convert it"):
+        read(tmp_path, head + bytes(64))
+
+
+def test_a_chunk_that_runs_past_the_end_is_named_when_no_data_follows(tmp_path: Path) -> None:
+    damaged = b"LIST" + struct.pack("<I", 0xFFFFFF00) + b"INFO"  # a size far past the end
+    content = wave_file(PCM, b"")
+    content = content[: content.index(b"data")] + damaged
+    with pytest.raises(AudioFormatError, match=r"no data chunk: a 'LIST' chunk runs past the end"):
+        read(tmp_path, content)
+
+
+def test_float_samples_written_in_16_bit_scale_are_read_as_such(tmp_path: Path) -> None:
+    data = SPEECHLIKE.astype("<f4").tobytes()  # int16 values stored as float: all "clipped"
+    path = tmp_path / "int_scaled.wav"
+    path.write_bytes(wave_file(FLOAT, data, bits=32))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == SPEECHLIKE.tolist()
+    assert audio.notes() == (
+        "its float samples reach 32768 where 1.0 is full scale: read as the 16-bit values "
+        "they were written as",
+    )
+
+
+def test_float_samples_far_over_full_scale_are_clipped_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "hot.wav"
+    path.write_bytes(wave_file(FLOAT, np.array([0.5, -3.0], dtype="<f4").tobytes(), bits=32))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == [16384, -32768]
+    assert audio.notes() == ("its float samples reach 3.0 times full scale: clipped there",)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from voicegate.audio.g711 import samples_to_ulaw_bytes, ulaw_bytes_to_samples
-from voicegate.callers.echo import EchoPath
+from voicegate.callers.echo import EchoPath, band_pass
 from voicegate.callers.script import CallerScript
 from voicegate.callers.twilio import TwilioCaller
 
@@ -57,3 +57,21 @@ def test_a_twilio_caller_with_echo_sends_back_the_bot_audio_it_played() -> None:
     levels = [rms(frame) for frame in sent]
     assert max(levels[:3]) < 50  # 60 ms of delay
     assert 2000 < max(levels[4:8]) < 6000  # the bot's tone, 6 dB down and band-limited
+
+
+def test_a_long_call_keeps_only_the_delay_line_and_echoes_the_same() -> None:
+    # Played: 2 minutes of noise in 20 ms frames. The echo of each frame must be the whole
+    # signal's band-passed copy, delayed and scaled, while only about the delay is kept
+    # (the whole call was kept, and copied at every frame: quadratic in the call's length).
+    played = np.random.default_rng(5).normal(0, 3000, RATE * 120).astype(np.int16)
+    echo = EchoPath(RATE, delay_ms=100, gain_db=-6.0)
+    out, held = [], []
+    for start in range(0, len(played), 160):
+        echo.heard(played[start : start + 160])
+        out.append(echo.mix(np.zeros(160, dtype=np.int16)))
+        held.append(echo.held_samples)
+    delay = RATE // 10
+    expected = np.convolve(played.astype(np.float64), band_pass(RATE))[: len(played) - delay]
+    expected = np.concatenate([np.zeros(delay), expected * 10 ** (-6 / 20)])
+    assert np.abs(np.concatenate(out) - np.round(expected)).max() <= 1
+    assert max(held) <= delay + 101 + 160  # the delay, the filter's taps and one frame

@@ -20,8 +20,8 @@ from voicegate.audio.g711 import (
 )
 from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
-from voicegate.callers.labels import labels_of
-from voicegate.errors import AudioFormatError
+from voicegate.callers.labels import Labels, labels_of
+from voicegate.errors import AudioFormatError, ConfigError
 
 
 def test_a_wav_keeps_its_rate_and_converts_to_another() -> None:
@@ -56,6 +56,15 @@ def test_a_stereo_wav_is_mixed_to_mono_with_a_note_saying_so(tmp_path: Path) -> 
     assert "2 channels, averaged to mono" in recording.notes[0]
     assert "--channel N (1 to 2)" in recording.notes[0]
     assert load_recording(AUDIO / "synth" / "festival" / "balance_16k.wav").notes == ()
+
+
+def test_a_stereo_wav_of_two_copies_of_one_channel_needs_no_note(tmp_path: Path) -> None:
+    # Phone systems often save mono calls as "stereo" copies: averaging loses nothing.
+    words = read_wav(AUDIO / "synth" / "festival" / "yes_8k.wav").samples
+    write_channels(tmp_path / "dual_mono.wav", 8000, words, words)
+    recording = load_recording(tmp_path / "dual_mono.wav")
+    assert np.array_equal(recording.samples, words)
+    assert recording.notes == ()
 
 
 def test_the_callers_channel_of_a_dual_channel_recording_replays_alone(tmp_path: Path) -> None:
@@ -219,3 +228,70 @@ def test_labels_come_from_the_nearest_tables() -> None:
     synth = labels_of(AUDIO / "synth" / "festival" / "balance_8k.wav")
     assert (synth.transcript, synth.onset_ms) == ("check my balance", None)
     assert labels_of(AUDIO / "human" / "alsa" / "Noise_8k.wav").transcript is None
+
+
+def test_a_wav_cut_short_replays_what_it_holds_with_a_note(tmp_path: Path) -> None:
+    content = (AUDIO / "synth" / "festival" / "balance_8k.wav").read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(content[:16044])  # the header and 1 s of audio
+    recording = load_recording(cut)
+    assert recording.duration_ms == 1000
+    (note,) = recording.notes
+    assert note.startswith("the file is cut short: its header promises ")
+    assert note.endswith(" ms more audio than the 1000 ms it holds")
+
+
+def test_twilio_media_on_a_loggers_epoch_clock_is_placed_from_its_first_payload(
+    tmp_path: Path,
+) -> None:
+    frames = [np.full(160, level, dtype=np.int16) for level in (1000, 3000)]
+    epoch_ms = 1_733_130_000_000  # laid out from 0, this was 14 TB of silence: MemoryError
+    lines = [
+        media_message(epoch_ms + 40 * i, i + 1, samples_to_ulaw_bytes(f))
+        for i, f in enumerate(frames)
+    ]
+    path = tmp_path / "epoch.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    recording = load_recording(path)
+    assert len(recording.samples) == 480  # the first frame, 20 ms missing, the second
+    assert recording.notes == (
+        f"the media timestamps start at {epoch_ms} ms: placed from the first",
+    )
+
+
+def test_twilio_media_with_a_jump_no_stream_leaves_is_refused(tmp_path: Path) -> None:
+    frame = samples_to_ulaw_bytes(np.full(160, 1000, dtype=np.int16))
+    lines = [media_message(0, 1, frame), media_message(2 * 3_600_000, 2, frame)]  # 2 h later
+    path = tmp_path / "jump.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(AudioFormatError, match=r"jump from 0 ms to 7200000 ms; a stream leaves"):
+        load_recording(path)
+
+
+def test_a_twilio_recording_cut_mid_line_keeps_its_whole_messages(tmp_path: Path) -> None:
+    frames = [samples_to_ulaw_bytes(np.full(160, level, dtype=np.int16)) for level in (1, 2)]
+    lines = [media_message(20 * i, i + 1, frame) for i, frame in enumerate(frames)]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n" + lines[1][:30], encoding="utf-8")  # no newline
+    recording = load_recording(path)
+    assert len(recording.samples) == 320
+    assert recording.notes == ("the last line (3) is cut short: left out",)
+    path.write_text("\n\n".join([lines[0], "{not json", lines[1]]) + "\n", encoding="utf-8")
+    with pytest.raises(
+        AudioFormatError, match=r"cut\.jsonl:3: not JSON"
+    ):  # the line, not the message
+        load_recording(path)
+
+
+def test_label_tables_with_foreign_bytes_or_a_bad_onset_are_read_or_named(tmp_path: Path) -> None:
+    # A stray table up the tree (someone else's, not UTF-8) was a UnicodeDecodeError traceback.
+    (tmp_path / "sub").mkdir()
+    recording = tmp_path / "sub" / "mine.wav"
+    write_wav(recording, np.zeros(800, dtype=np.int16), 8000)
+    (tmp_path / "transcripts.tsv").write_bytes(
+        b"path\ttranscript\n\xff\xfe not utf-8\nsub/mine.wav\thello there\n"
+    )
+    assert labels_of(recording) == Labels("hello there", None)
+    (tmp_path / "onsets.tsv").write_text("path\tonset_ms\nsub/mine.wav\tsoon\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"onsets\.tsv:2: onset 'soon' is not a whole number"):
+        labels_of(recording)

@@ -28,7 +28,7 @@ from tests.replay.replay_kit import (
     read_jsonl,
 )
 from voicegate.audio.g711 import ulaw_decode, ulaw_encode
-from voicegate.audio.wav import read_wav
+from voicegate.audio.wav import read_wav, write_wav
 from voicegate.callers.inputs import load_recording
 from voicegate.callers.scenario import load_scenario
 from voicegate.cli import wiring
@@ -103,6 +103,44 @@ def test_a_16khz_wav_replays_as_a_twilio_caller(
     assert "mark_echoed" in caller_side
 
 
+def test_a_recording_longer_than_the_call_says_what_was_not_streamed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_call = tmp_path / "long.wav"
+    write_wav(long_call, np.zeros(8000 * 5, dtype=np.int16), 8000)
+    assert replay(str(long_call), "--out", str(tmp_path), *FAST, "--max-ms", "2000") == 0
+    assert (
+        "note: the call stopped at --max-ms 2000: the last 3000 ms of the 5000 ms recording "
+        "were not streamed; raise --max-ms"
+    ) in capsys.readouterr().out
+
+
+def test_a_recording_longer_than_a_minute_plays_whole_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = read_wav(AUDIO / "synth" / "festival" / "balance_8k.wav").samples
+    late = tmp_path / "late.wav"  # the caller speaks after 65 s on hold (60 s was the bound)
+    write_wav(late, np.concatenate([np.zeros(8000 * 65, dtype=np.int16), words]), 8000)
+    assert replay(str(late), "--out", str(tmp_path), *FAST) == 0
+    printed = capsys.readouterr().out
+    assert "turns: 1   interruptions: 0" in printed
+    assert "not streamed" not in printed
+
+
+def test_conversationrelay_recognises_an_unlabelled_recording_instead_of_inventing_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unlabelled = tmp_path / "mine.wav"  # no transcripts.tsv names it: the caller said 'hello'
+    unlabelled.write_bytes((AUDIO / "synth" / "festival" / "balance_8k.wav").read_bytes())
+    argv = [str(unlabelled), "--provider", "conversationrelay", "--out", str(tmp_path), *FAST]
+    assert replay(*argv) == 0
+    assert "note: no transcripts.tsv names what the caller says: recognised 'Check my balance" in (
+        capsys.readouterr().out
+    )
+    turn = next(r for r in read_jsonl(tmp_path / "timeline.jsonl") if r["event"] == "turn_started")
+    assert turn["input"]["text"].lower().startswith("check my balance")
+
+
 def test_raw_ulaw_replays(tmp_path: Path) -> None:
     source = WIRE / "twilio" / "festival_balance_8k.ulaw"
     assert replay(str(source), "--out", str(tmp_path), *FAST) == 0
@@ -169,6 +207,9 @@ def test_a_bad_input_is_refused_with_its_reason(
     assert replay(str(text), "--report", str(tmp_path / "report.pdf")) == 1
     assert "only .html or .png files" in capsys.readouterr().err
     wav = str(AUDIO / "synth" / "festival" / "yes_8k.wav")
+    for gain in ("nan", "inf"):  # NaN echo samples would reach the gateway as garbage
+        assert replay(wav, "--echo-delay-ms", "100", "--echo-gain-db", gain) == 1
+        assert "--echo-gain-db must be a finite number of dB" in capsys.readouterr().err
     assert replay(wav, "--url", "http://127.0.0.1:1") == 1
     assert "is not a ws:// or wss:// URL" in capsys.readouterr().err
     assert replay(wav, "--url", "ws://127.0.0.1:1", "--out", str(tmp_path / "out")) == 1

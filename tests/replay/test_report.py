@@ -74,6 +74,9 @@ def test_the_summary_says_when_no_caller_speech_was_detected() -> None:
         "no caller speech detected: the VAD found none, so no turn started",
     ]
     assert not any("no caller speech" in line for line in summary(TIMELINE))
+    # ConversationRelay carries text: its turns start from prompts, with no speech records.
+    prompted = [*silent[:1], record(900, "turn_started", turn_id="t1"), *silent[1:]]
+    assert not any("no caller speech" in line for line in summary(prompted))
 
 
 def test_the_media_length_counts_what_the_caller_saw_when_the_gateway_saw_no_end() -> None:
@@ -144,3 +147,13 @@ def test_a_twilio_caller_with_quiet_ms_waits_for_the_answer_to_end() -> None:
     assert ticks == 40 // 20 + 200 // 20  # the answer plays, then 200 ms of quiet after it
     names = [r["event"] for r in caller.observed]
     assert names == ["bot_audio_started", "bot_audio_drained"]
+
+
+def test_the_summary_says_what_speech_the_echo_gate_dropped() -> None:
+    # A caller at -50 dBFS over the bot: the gate took it for echo and it left no other trace.
+    records = [*TIMELINE[:-1], record(2900, "echo_suppressed", onset_ms=2800, end_ms=2900)]
+    assert (
+        "speech at 2800-2900 ms dropped as the bot's echo: no louder than its echo could be "
+        "(docs/turn-taking.md, Echo gate)"
+    ) in summary(records)
+    assert not any("echo" in line for line in summary(TIMELINE))

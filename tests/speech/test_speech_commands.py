@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.audio.stereo_kit import tone, write_channels
@@ -60,6 +61,22 @@ def test_transcribe_hears_only_the_chosen_channel_of_a_call_recording(
     assert "forward" not in normalise(capsys.readouterr().out)
     assert main(["transcribe", str(call), "--channel", "3"]) == 1
     assert "no channel 3 in a file of 2 channel(s)" in capsys.readouterr().err
+
+
+def test_transcribe_decodes_only_speech_and_invents_nothing_for_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = read_wav(HUMAN / "pocketsphinx" / "goforward_16k.wav").samples
+    silent = tmp_path / "silence.wav"
+    write_wav(silent, np.zeros(10 * 16000, dtype=np.int16), 16000)
+    assert main(["transcribe", str(silent)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "\n"  # Whisper alone heard "you" in it
+    assert captured.err == f"voicegate transcribe: note: {silent}: no speech found\n"
+    late = tmp_path / "late.wav"  # a caller who waits 30 s on hold before speaking
+    write_wav(late, np.concatenate([np.zeros(30 * 16000, dtype=np.int16), words]), 16000)
+    assert main(["transcribe", str(late)]) == 0
+    assert normalise(capsys.readouterr().out) == ["go", "forward", "ten", "meters"]
 
 
 def test_say_refuses_an_unknown_voice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

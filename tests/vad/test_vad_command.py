@@ -123,3 +123,42 @@ def test_bad_options_are_usage_errors(bad: list[str], capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exit_info:
         main(["vad", str(DIGIT), *bad])
     assert exit_info.value.code == 2
+
+
+def test_a_file_without_audio_is_refused_not_analysed_as_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "header_only.wav"
+    write_wav(empty, np.zeros(0, dtype=np.int16), 8000)
+    code, out, err = run([str(empty), "--json"], capsys)
+    assert (code, out) == (1, "")
+    assert "0 ms of audio (0 at 8000 Hz), less than one 20 ms frame: nothing to analyse" in err
+
+
+def test_a_file_cut_short_is_analysed_with_a_note_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content = DIGIT.read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(content[: len(content) // 2])  # a recorder killed mid-file
+    code, out, err = run([str(cut), "--json"], capsys)
+    assert code == 0
+    assert "segments" in json.loads(out)  # stdout stays JSON
+    assert err.startswith(f"voicegate vad: note: {cut}: the file is cut short: its header ")
+
+
+def test_the_raw_and_twilio_recordings_replay_takes_are_analysed_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = FIXTURES.parent / "wire" / "twilio"
+    raw, jsonl = wire / "festival_balance_8k.ulaw", wire / "festival_balance.twilio.jsonl"
+    raw_code, raw_out, _ = run([str(raw), "--json"], capsys)
+    jsonl_code, jsonl_out, _ = run([str(jsonl), "--json"], capsys)
+    assert (raw_code, jsonl_code) == (0, 0)
+    assert json.loads(raw_out)["segments"]  # "check my balance", read as μ-law at 8 kHz
+    assert json.loads(jsonl_out) == json.loads(raw_out)  # the same audio, as media messages
+    empty = tmp_path / "empty.ulaw"
+    empty.write_bytes(b"")
+    code, _, err = run([str(empty)], capsys)
+    assert code == 1
+    assert "less than one 20 ms frame: nothing to analyse" in err

@@ -7,22 +7,36 @@ accepts (docs/replay.md, "What it streams"):
   skipped, each with its pad byte when its size is odd (RIFF: chunks start on even offsets);
 - a ``data`` size of 0 or 0xFFFFFFFF is what a writer streaming to a pipe leaves when it
   cannot seek back to fill it in (ffmpeg, sox, many recorders): the audio then runs to the
-  end of the file, as it does when a size is larger than the file (a recording cut short).
+  end of the file, as it does when a size is larger than the file: a recording cut short,
+  whose missing bytes :attr:`WaveChunks.missing` counts, unless the size is 2 GiB or more
+  (arecord writing to a pipe declares 2 GiB: a placeholder too); an RF64 file's real size
+  is in its ds64 chunk;
+- a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk.
+
+It reads chunk headers from a seekable stream and never the audio itself, so a long recording
+is decoded block by block (:mod:`voicegate.audio.wav`) instead of held twice in memory.
 """
 
 from __future__ import annotations
 
+import os
+import string
 import struct
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from voicegate.errors import AudioFormatError
 
 #: The data sizes a streaming writer leaves in place of the real one.
 STREAMING_SIZES = frozenset({0, 0xFFFFFFFF})
+#: A data size this large that the file does not hold is such a placeholder too, not a file
+#: cut short: arecord writing to a pipe declares its 2 GiB WAV limit, others 0x7FFFFFFF.
+PLACEHOLDER_MIN = 0x7FFFFFFF
 
 #: RIFF, and RF64/BW64 (EBU Tech 3306, ITU-R BS.2088): the 64-bit forms that recorders
 #: (and ffmpeg's ``-rf64 auto``) write. Their 32-bit data size is 0xFFFFFFFF and the real
-#: one is in a ``ds64`` chunk; their writers put the audio last, so it is read to the end.
+#: one is in a ``ds64`` chunk (chunks may follow the audio, e.g. a BWF recorder's ``iXML``);
+#: without one (or with 0 there, a streaming writer's) the audio is read to the end.
 _MAGICS = frozenset({b"RIFF", b"RF64", b"BW64"})
 
 #: WAVE_FORMAT_EXTENSIBLE: the real format tag is the first two bytes of the sub-format GUID.
@@ -32,6 +46,10 @@ EXTENSIBLE = 0xFFFE
 MIN_RATE, MAX_RATE = 1000, 768000
 
 _CHUNK_HEADER = struct.Struct("<4sI")
+#: More than any ``fmt `` chunk holds (40 bytes for WAVE_FORMAT_EXTENSIBLE): a damaged size
+#: must not make the parser read a whole file into memory.
+_MAX_FMT_BYTES = 1024
+_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + " _")
 _FMT = struct.Struct("<HHIIHH")
 _EXTENSIBLE_FMT = struct.Struct("<HHIH")  # cbSize, valid bits, channel mask, sub-format tag
 
@@ -45,42 +63,128 @@ class WaveFormat:
     sample_rate: int
     block_align: int
     bits: int
+    byte_rate: int = 0  # the header's bytes per second: block_align x rate when consistent
 
 
 @dataclass(frozen=True, slots=True)
 class WaveChunks:
-    """A WAVE file's format and the bytes of its audio (whole or partial frames)."""
+    """A WAVE file's format and where its audio lies in the file (whole or partial frames)."""
 
     format: WaveFormat
-    data: bytes
+    data_offset: int
+    data_size: int  # the bytes of audio the file holds
+    missing: int = 0  # the bytes the data chunk declares beyond the end of the file
 
 
-def parse_wave(content: bytes) -> WaveChunks:
-    """Find the ``fmt `` and ``data`` chunks of a RIFF/WAVE file's bytes."""
-    if len(content) < 12 and b"RIFF".startswith(content[:4]):
+def parse_wave(stream: BinaryIO) -> WaveChunks:
+    """Find the ``fmt `` and ``data`` chunks of a RIFF/WAVE file open for binary reading."""
+    file_size = stream.seek(0, os.SEEK_END)
+    stream.seek(0)
+    head = stream.read(12)
+    if len(head) < 12 and b"RIFF".startswith(head[:4]):
         raise AudioFormatError("empty or cut short")
-    if content[:4] not in _MAGICS or content[8:12] != b"WAVE":
-        raise AudioFormatError("not a RIFF/WAVE file")
+    if head[:4] not in _MAGICS or head[8:12] != b"WAVE":
+        raise AudioFormatError(_not_wave(head))
     fmt: WaveFormat | None = None
-    offset = 12
-    while offset + _CHUNK_HEADER.size <= len(content):
-        chunk_id, size = _CHUNK_HEADER.unpack_from(content, offset)
+    data64 = 0  # an RF64 file's real data size, from its ds64 chunk (0: none given)
+    offset, chunk_id, start = 12, b"", 12
+    while offset + _CHUNK_HEADER.size <= file_size:
+        chunk_id, size = _CHUNK_HEADER.unpack(_read_at(stream, offset, _CHUNK_HEADER.size))
         start = offset + _CHUNK_HEADER.size
         if chunk_id == b"fmt ":
-            fmt = _parse_fmt(content[start : start + size])
+            fmt = _parse_fmt(stream.read(min(size, _MAX_FMT_BYTES)))
+        elif chunk_id == b"ds64":
+            data64 = _ds64_data_size(stream.read(min(size, _MAX_FMT_BYTES)))
         elif chunk_id == b"data":
             if fmt is None:
                 raise AudioFormatError("the data chunk comes before any fmt chunk")
-            end = len(content) if size in STREAMING_SIZES else start + size
-            return WaveChunks(fmt, content[start:end])
-        offset = start + size + (size & 1)
-    raise AudioFormatError("no fmt chunk" if fmt is None else "no data chunk")
+            # RF64 (EBU Tech 3306): a 32-bit size of 0xFFFFFFFF defers to the ds64 chunk's.
+            real = data64 if size == 0xFFFFFFFF and data64 else size
+            return _data_chunk(fmt, start, real, file_size)
+        offset = _next_chunk(stream, start + size, size)
+    raise AudioFormatError(_no_data(fmt, chunk_id, offset - start, file_size - start))
+
+
+def _ds64_data_size(body: bytes) -> int:
+    """The data size in a ``ds64`` chunk (riff size, data size, sample count: 64 bits each)."""
+    return int(struct.unpack_from("<Q", body, 8)[0]) if len(body) >= 16 else 0
+
+
+def _data_chunk(fmt: WaveFormat, start: int, size: int, file_size: int) -> WaveChunks:
+    """The audio of a ``data`` chunk of ``size`` bytes at ``start``, as much as the file holds."""
+    if size in STREAMING_SIZES or (size >= PLACEHOLDER_MIN and start + size > file_size):
+        return WaveChunks(fmt, start, file_size - start)
+    present = min(size, file_size - start)
+    return WaveChunks(fmt, start, present, missing=size - present)
+
+
+def _no_data(fmt: WaveFormat | None, last_id: bytes, last_size: int, left: int) -> str:
+    """Why no audio was found: no ``fmt ``, or no ``data`` (after a chunk cut off, maybe)."""
+    if fmt is None:
+        return "no fmt chunk"
+    if last_size > left:  # the last chunk said it runs on past the end of the file
+        name = last_id.decode("latin-1")
+        return (
+            f"no data chunk: a {name!r} chunk runs past the end of the file (a damaged size, "
+            "or a file cut short)"
+        )
+    return "no data chunk"
+
+
+#: How the containers people mistake for WAV start, and their names (each format's magic).
+_OTHER_MAGICS = (
+    (b"ID3", "an MP3 file"),
+    (b"\xff\xfb", "an MP3 file"),
+    (b"\xff\xf3", "an MP3 file"),
+    (b"fLaC", "a FLAC file"),
+    (b"OggS", "an Ogg file (Vorbis or Opus)"),
+    (b"FORM", "an AIFF file"),
+    (b".snd", "a Sun/NeXT .au file"),
+    (b"RIFX", "a big-endian RIFX file"),
+    (b"#!AMR", "an AMR file"),
+    (b"\x1aE\xdf\xa3", "a WebM/Matroska file"),
+)
+
+
+def _not_wave(head: bytes) -> str:
+    """Why ``head`` does not start a WAV file, naming what it is when its magic says."""
+    if head[4:8] == b"ftyp":
+        return "an MP4/M4A file, not a RIFF/WAVE file; convert it, e.g. with `ffmpeg -i IN OUT.wav`"
+    for magic, name in _OTHER_MAGICS:
+        if head.startswith(magic):
+            return f"{name}, not a RIFF/WAVE file; convert it, e.g. with `ffmpeg -i IN OUT.wav`"
+    return "not a RIFF/WAVE file"
+
+
+def _read_at(stream: BinaryIO, offset: int, count: int) -> bytes:
+    stream.seek(offset)
+    return stream.read(count)
+
+
+def _next_chunk(stream: BinaryIO, end: int, size: int) -> int:
+    """Where the chunk after one ending at ``end`` starts: past its pad byte when it is odd.
+
+    Some writers leave the pad byte out (RIFF requires it); when the byte after the chunk
+    starts a chunk id and the byte after the pad does not, that is such a file.
+    """
+    if not size & 1:
+        return end
+    if not _looks_like_id(_read_at(stream, end + 1, 4)) and _looks_like_id(
+        _read_at(stream, end, 4)
+    ):
+        return end
+    return end + 1
+
+
+def _looks_like_id(text: bytes) -> bool:
+    """Four letters, digits, spaces or underscores, as chunk ids are (``LIST``, ``_PMX``)."""
+    return len(text) == 4 and all(chr(byte) in _ID_CHARACTERS for byte in text)
 
 
 def _parse_fmt(body: bytes) -> WaveFormat:
     if len(body) < _FMT.size:
         raise AudioFormatError(f"fmt chunk of {len(body)} bytes, too short")
-    tag, channels, rate, _, block_align, bits = _FMT.unpack_from(body)
+    tag, channels, rate, byte_rate, block_align, bits = _FMT.unpack_from(body)
     if tag == EXTENSIBLE:
         if len(body) < _FMT.size + _EXTENSIBLE_FMT.size:
             raise AudioFormatError("WAVE_FORMAT_EXTENSIBLE without its sub-format")
@@ -94,4 +198,4 @@ def _parse_fmt(body: bytes) -> WaveFormat:
         raise AudioFormatError(
             f"fmt chunk says {rate} Hz, outside {MIN_RATE}-{MAX_RATE} Hz (a damaged header?)"
         )
-    return WaveFormat(tag, channels, rate, block_align, bits)
+    return WaveFormat(tag, channels, rate, block_align, bits, byte_rate)

@@ -41,8 +41,17 @@ class EchoPath:
         self._delay = sample_rate * delay_ms // 1000
         self._gain = 10.0 ** (gain_db / 20.0)
         self._taps = band_pass(sample_rate)
-        self._heard = np.zeros(0, dtype=np.float64)  # everything the caller played so far
+        # What the caller played that a later frame's echo can still reach: a delay line.
+        # Kept whole, appending each 20 ms frame copied the call so far (quadratic: a
+        # 10-minute replay with echo spent minutes of CPU here).
+        self._heard = np.zeros(0, dtype=np.float64)
+        self._heard_from = 0  # the sample index of the call at which ``_heard`` starts
         self._sent = 0  # samples of caller audio sent so far
+
+    @property
+    def held_samples(self) -> int:
+        """How many played samples the delay line holds (about the delay, however long the call)."""
+        return len(self._heard)
 
     def heard(self, samples: Samples) -> None:
         """The caller's speaker played ``samples`` (silence included, one frame per tick)."""
@@ -55,10 +64,20 @@ class EchoPath:
         self._sent += count
         begin = end - count - (_TAPS - 1)
         source = np.zeros(count + _TAPS - 1)
-        lo, hi = max(begin, 0), max(min(end, len(self._heard)), 0)
+        played = self._heard_from + len(self._heard)
+        lo, hi = max(begin, self._heard_from), max(min(end, played), self._heard_from)
         if hi > lo:
-            source[lo - begin : hi - begin] = self._heard[lo:hi]
+            start = self._heard_from
+            source[lo - begin : hi - begin] = self._heard[lo - start : hi - start]
         echo = np.convolve(source, self._taps, mode="valid") * self._gain
         mixed = caller.astype(np.float64) + echo
         out: Samples = np.clip(np.round(mixed), -32768, 32767).astype(np.int16)
+        self._forget(end - (_TAPS - 1))  # the next frame's source starts at or after this
         return out
+
+    def _forget(self, before: int) -> None:
+        """Drop the played samples before call sample ``before``: no echo reaches them again."""
+        drop = min(before - self._heard_from, len(self._heard))
+        if drop > 0:
+            self._heard = self._heard[drop:]
+            self._heard_from += drop

@@ -42,6 +42,12 @@ ALAW_SUFFIXES = (".alaw", ".al")
 #: NN kHz (Asterisk's format names, e.g. ``Record(file.sln16)``).
 SLIN_RATES = {".sln": 8000, ".sln16": 16000, ".sln24": 24000, ".sln48": 48000}
 _SAMPLES_PER_MS = ULAW_RATE // 1000
+#: The suffixes of the recordings that are not WAV files (the suffix says which format).
+RAW_SUFFIXES = frozenset((*ULAW_SUFFIXES, *ALAW_SUFFIXES, *SLIN_RATES, ".jsonl"))
+#: The longest silence a recorded stream's timestamps may leave before or between payloads:
+#: Twilio sends media every 20 ms, silence included, so a longer jump is damage or another
+#: clock, and laying it out as silence would take gigabytes (an epoch ms timestamp: 14 TB).
+MAX_GAP_MS = 600_000
 #: The shortest recording worth a call: one media frame (every provider frames at >= 20 ms).
 MIN_RECORDING_MS = 20
 
@@ -74,27 +80,40 @@ class Recording:
         return np.asarray(converted, dtype=np.int16)
 
 
-def load_recording(path: Path, channel: int | None = None) -> Recording:
+def load_recording(path: Path, channel: int | None = None, verb: str = "replay") -> Recording:
     """Read a recorded caller, choosing the format by the file's suffix; ``channel`` picks
-    one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does."""
+    one channel of a WAV file (1-based; None averages them), as :func:`read_wav` does.
+    One shorter than a frame is refused: there is nothing to ``verb``."""
     recording = _load(path, channel)
-    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
-    # and reports only "turns: 0": say instead that there is nothing to replay.
-    if recording.duration_ms < MIN_RECORDING_MS:
-        raise AudioFormatError(
-            f"{path}: {recording.duration_ms} ms of audio ({len(recording.samples)} at "
-            f"{recording.sample_rate} Hz), less than one {MIN_RECORDING_MS} ms frame: "
-            "nothing to replay"
-        )
+    require_audio(path, recording.samples, recording.sample_rate, verb, recording.notes)
     return recording
+
+
+def require_audio(
+    path: Path, samples: Samples, sample_rate: int, verb: str, notes: tuple[str, ...] = ()
+) -> None:
+    """Refuse a recording shorter than one media frame: there is nothing to ``verb``.
+
+    ``notes`` (a file cut short, ...) are added to the message: they may say why.
+    """
+    # A header alone (or a stray sample) would replay as a silent call that runs to --max-ms
+    # and reports only "turns: 0", and analyse as "no speech": say instead that it is empty.
+    duration_ms = len(samples) * 1000 // sample_rate
+    if duration_ms < MIN_RECORDING_MS:
+        raise AudioFormatError(
+            f"{path}: {duration_ms} ms of audio ({len(samples)} at {sample_rate} Hz), less "
+            f"than one {MIN_RECORDING_MS} ms frame: nothing to {verb}"
+            + "".join(f"; {note}" for note in notes)
+        )
 
 
 def _load(path: Path, channel: int | None) -> Recording:
     suffix = path.suffix.lower()
     if suffix == ".wav":
         wav = read_wav(path, channel)
-        notes = _channel_notes(wav.channels) if channel is None else ()
-        return Recording(wav.samples, wav.sample_rate, notes=notes)
+        # Copies of one channel (a "stereo" phone recording) average to it: nothing to say.
+        notes = _channel_notes(wav.channels) if wav.channels_differ else ()
+        return Recording(wav.samples, wav.sample_rate, notes=wav.notes() + notes)
     if channel is not None:
         # The other inputs hold one voice: raw captures are mono, and a Twilio recording's
         # caller is its inbound track whatever else it carries.
@@ -112,7 +131,8 @@ def _load(path: Path, channel: int | None) -> Recording:
     raise AudioFormatError(
         f"{path}: cannot tell the format from the suffix {suffix!r}; use .wav, "
         f"{', '.join(ULAW_SUFFIXES)} (μ-law at 8 kHz), {', '.join(ALAW_SUFFIXES)} (A-law at "
-        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages)"
+        f"8 kHz), {', '.join(SLIN_RATES)} (Asterisk's signed linear) or .jsonl (Twilio messages), "
+        "and convert anything else (MP3, FLAC, ...) to WAV, e.g. with `ffmpeg -i IN OUT.wav`"
     )
 
 
@@ -132,7 +152,8 @@ def twilio_recording(path: Path) -> Recording:
     """The caller's audio and identity from a file of Twilio Media Streams messages."""
     call_id, parameters = "", dict[str, str]()
     chunks: dict[int | str, tuple[int, bytes]] = {}  # chunk number (or line) -> (ms, payload)
-    for number, message in enumerate(_messages(path), start=1):
+    messages, cut = _messages(path)
+    for number, message in messages:
         where = f"{path}:{number}"
         event = message.get("event")
         if event == "start":
@@ -143,36 +164,53 @@ def twilio_recording(path: Path) -> Recording:
             chunks.setdefault(f"line {number}" if chunk is None else chunk, (at_ms, payload))
     if not chunks:
         raise AudioFormatError(f"{path}: no inbound media messages")
-    return Recording(_place(chunks.values()), ULAW_RATE, call_id, parameters)
+    samples, notes = _place(path, chunks.values())
+    return Recording(samples, ULAW_RATE, call_id, parameters, cut + notes)
 
 
-def _place(chunks: Iterable[tuple[int, bytes]]) -> Samples:
-    """The payloads laid out on the stream's clock, in timestamp order."""
-    audio = bytearray()
+def _place(path: Path, chunks: Iterable[tuple[int, bytes]]) -> tuple[Samples, tuple[str, ...]]:
+    """The payloads laid out on the stream's clock, in timestamp order, and notes on it."""
     # sorted() is stable: payloads with one timestamp keep the order they were written in.
-    for at_ms, payload in sorted(chunks, key=lambda chunk: chunk[0]):
+    ordered = sorted(chunks, key=lambda chunk: chunk[0])
+    # Twilio counts ms from the stream's start; a logger that wrote its own clock (epoch ms)
+    # starts days in: place the audio from its first payload instead.
+    origin = ordered[0][0] if ordered[0][0] > MAX_GAP_MS else 0
+    audio, last_ms = bytearray(), origin
+    for at_ms, payload in ordered:
+        if at_ms - last_ms > MAX_GAP_MS:
+            raise AudioFormatError(
+                f"{path}: the media timestamps jump from {last_ms} ms to {at_ms} ms; a stream "
+                f"leaves no gap over {MAX_GAP_MS // 60_000} minutes (Twilio sends silence too)"
+            )
         # Twilio timestamps media on the stream's clock; a jump means the caller's audio
         # was missing there, which a replay renders as silence. A payload that starts a few
         # ms before the previous one ended (timestamp jitter) follows it without a gap.
-        gap = at_ms * _SAMPLES_PER_MS - len(audio)
+        gap = (at_ms - origin) * _SAMPLES_PER_MS - len(audio)
         audio += b"\xff" * max(0, gap) + payload
-    return ulaw_bytes_to_samples(audio)
+        last_ms = at_ms
+    notes = (f"the media timestamps start at {origin} ms: placed from the first",) if origin else ()
+    return ulaw_bytes_to_samples(audio), notes
 
 
-def _messages(path: Path) -> list[dict[str, Any]]:
-    messages = []
+def _messages(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], tuple[str, ...]]:
+    """Each message with its line number, and a note when the last line was cut short."""
+    messages: list[tuple[int, dict[str, Any]]] = []
     text = _read_bytes(path).decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             message = json.loads(line)
         except json.JSONDecodeError as error:
+            if number == len(lines) and not text.endswith("\n"):
+                # A logger stopped mid-line (killed, or the disk filled): keep the rest.
+                return messages, (f"the last line ({number}) is cut short: left out",)
             raise AudioFormatError(f"{path}:{number}: not JSON ({error})") from error
         if not isinstance(message, dict):
             raise AudioFormatError(f"{path}:{number}: a Twilio message must be a JSON object")
-        messages.append(message)
-    return messages
+        messages.append((number, message))
+    return messages, ()
 
 
 def _start_fields(message: dict[str, Any], where: str) -> tuple[str, dict[str, str]]:

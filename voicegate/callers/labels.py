@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from voicegate.errors import ConfigError
+
 TRANSCRIPTS_FILE = "transcripts.tsv"
 ONSETS_FILE = "onsets.tsv"
 
@@ -25,23 +27,40 @@ class Labels:
 
 
 def labels_of(recording: Path) -> Labels:
-    """The labels of ``recording`` from the nearest label files above it."""
+    """The labels of ``recording`` from the nearest label files above it.
+
+    A label file that cannot be read, or whose row for ``recording`` is malformed, is a
+    ``ConfigError`` naming it; rows for other recordings are never parsed.
+    """
     transcript = _column(recording, TRANSCRIPTS_FILE, 1)
+    said = transcript[0] if transcript else None
     onset = _column(recording, ONSETS_FILE, 1)
-    return Labels(transcript, int(onset) if onset else None)
+    if onset is None or not onset[0]:
+        return Labels(said, None)
+    value, where = onset
+    if not value.isdecimal():
+        raise ConfigError(f"{where}: onset {value!r} is not a whole number of ms")
+    return Labels(said, int(value))
 
 
-def _column(recording: Path, table: str, column: int) -> str | None:
-    """Column ``column`` of the row naming ``recording`` in the nearest ``table``."""
+def _column(recording: Path, table: str, column: int) -> tuple[str, str] | None:
+    """Column ``column`` of the row naming ``recording`` in the nearest ``table``, and where
+    that row is (``file:line``)."""
     resolved = recording.resolve()
     for folder in resolved.parents:
         path = folder / table
         if not path.is_file():
             continue
         key = resolved.relative_to(folder).as_posix()
-        for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        try:
+            # Undecodable bytes cannot be in the row that names the recording (a UTF-8 path):
+            # a stray table of someone else's (in a home folder, say) must not stop a replay.
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read the labels ({error.strerror})") from None
+        for number, line in enumerate(text.splitlines()[1:], start=2):
             cells = line.split("\t")
             if cells[0] == key and len(cells) > column:
-                return cells[column]
+                return cells[column], f"{path}:{number}"
         return None
     return None

@@ -93,9 +93,11 @@ def summary(records: Sequence[Record], *, observed: Sequence[Record] = ()) -> li
     media = max(_end_ms(records), _end_ms(observed))
     lines = [f"turns: {len(turns)}   interruptions: {len(found)}   media: {media} ms"]
     lines += transcript_lines(records)
-    if not any(r["event"] == "speech_started" for r in records):
+    if not turns and not any(r["event"] == "speech_started" for r in records):
         # Otherwise a silent, too quiet or unreadable recording reads like a working call.
+        # (A text provider's turns come from its prompts, without speech records.)
         lines.append("no caller speech detected: the VAD found none, so no turn started")
+    lines += echo_lines(records)
     for number, interruption in enumerate(found, start=1):
         lines.append(_interruption_line(number, interruption))
     for heard in heard_turns(records):
@@ -113,6 +115,16 @@ def transcript_lines(records: Sequence[Record]) -> list[str]:
         elif record["event"] == "dtmf":
             lines.append(f"caller at {record['t_ms']} ms: DTMF {record.get('digit')!r}")
     return lines
+
+
+def echo_lines(records: Sequence[Record]) -> list[str]:
+    """Caller speech the echo gate dropped: else a quiet caller over the bot just vanishes."""
+    return [
+        f"speech at {r['onset_ms']}-{r['end_ms']} ms dropped as the bot's echo: no louder than "
+        "its echo could be (docs/turn-taking.md, Echo gate)"
+        for r in records
+        if r["event"] == "echo_suppressed"
+    ]
 
 
 def failure_lines(records: Sequence[Record]) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from voicegate.callers.echo import EchoPath
-from voicegate.callers.inputs import load_recording
+from voicegate.callers.inputs import MIN_RECORDING_MS, load_recording
 from voicegate.callers.labels import labels_of
 from voicegate.callers.report import caller_summary, summary, write_call_wav, write_jsonl
 from voicegate.callers.scenario import SCENARIO_SUFFIXES, Scenario, load_scenario
@@ -42,6 +42,7 @@ from voicegate.cli.replaying import (
     with_fresh_store,
 )
 from voicegate.cli.serve_command import apply_overrides, read_settings
+from voicegate.cli.transcribe_command import transcribe_recording
 from voicegate.errors import ConfigError
 
 DEFAULT_OUT = Path("replay-out")
@@ -82,7 +83,10 @@ def add_parser(subparsers: Any) -> None:
         help="hang up once the bot has answered and been quiet this long (real time)",
     )
     parser.add_argument(
-        "--max-ms", type=int, default=DEFAULT_MAX_MS, help="hang up at this media time at most"
+        "--max-ms",
+        type=int,
+        help="hang up at this media time at most (default: a recording's length plus 60000; "
+        "a scenario's max_ms)",
     )
     parser.add_argument(
         "--echo-delay-ms",
@@ -121,15 +125,23 @@ class _Outcome:
     sample_rate: int
     against: str  # "an in-process gateway" or the URL
     notes: tuple[str, ...] = ()  # about the recording, printed first
+    recording_ms: int = 0  # the recording's length (a scenario's: 0, not compared)
 
 
 async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     recording = load_recording(args.input, args.channel)
+    if args.max_ms is None:  # a long call recording plays whole, and the bot has time to answer
+        args.max_ms = recording.duration_ms + DEFAULT_MAX_MS
     provider = args.provider or "twilio"
     rate = caller_rate(provider, recording.sample_rate)
     # A labelled recording (transcripts.tsv beside it) names what the caller says, so even a
     # replay at a telephone URL, which sees no transcript from the gateway, can tell it.
     said = labels_of(args.input).transcript or ""
+    notes = recording.notes
+    if provider == "conversationrelay" and not said:
+        # Twilio's own recogniser hears the caller; without a label, ours stands in for it.
+        said = transcribe_recording(recording.samples, recording.sample_rate)
+        notes += (f"no transcripts.tsv names what the caller says: recognised {said!r}",)
     cue = Cue(recording.at_rate(rate), at_ms=0, label=args.input.name, transcript=said)
     script = CallerScript([cue], rate)
     caller = new_caller(
@@ -143,7 +155,7 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
     if args.url:
         url = stream_url(args.url, provider)
         result = await replay_remote(url, caller, script, speed=args.speed, max_ms=args.max_ms)
-        return _Outcome(result, provider, rate, url, recording.notes)
+        return _Outcome(result, provider, rate, url, notes, recording.duration_ms)
     settings = apply_overrides(read_settings(args.config), project=args.project, llm=args.llm)
     with tempfile.TemporaryDirectory(prefix="voicegate-replay-") as data_dir:
         result = await replay_in_process(
@@ -154,7 +166,8 @@ async def _replay_recording(args: argparse.Namespace) -> _Outcome:
             speed=args.speed,
             max_ms=args.max_ms,
         )
-    return _Outcome(result, provider, rate, "an in-process gateway", recording.notes)
+    against = "an in-process gateway"
+    return _Outcome(result, provider, rate, against, notes, recording.duration_ms)
 
 
 def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
@@ -206,7 +219,9 @@ def _check(args: argparse.Namespace) -> None:
     replay_clock.check(args)
     if args.echo_delay_ms is not None and args.echo_delay_ms < 0:
         raise ConfigError("--echo-delay-ms must not be negative")
-    if args.tail_ms < 0 or args.max_ms <= 0:
+    if not math.isfinite(args.echo_gain_db):  # argparse's float() takes "nan" and "inf"
+        raise ConfigError(f"--echo-gain-db must be a finite number of dB, not {args.echo_gain_db}")
+    if args.tail_ms < 0 or (args.max_ms is not None and args.max_ms <= 0):
         raise ConfigError("--tail-ms must not be negative and --max-ms must be positive")
     if args.url:
         try:
@@ -239,7 +254,7 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
             f"available over the wire ({outcome.provider}; --provider browser carries it) "
             "(docs/replay.md)"
         )
-    lines = [f"note: {note}" for note in outcome.notes] + lines
+    lines = [f"note: {note}" for note in outcome.notes] + lines + _unstreamed(args, outcome)
     lines += [f"expectation not met: {problem}" for problem in unmet]
     lines += [
         f"wrote {out / 'call.wav'} (stereo {outcome.sample_rate} Hz: caller left, bot right)",
@@ -247,3 +262,19 @@ def _report(args: argparse.Namespace, outcome: _Outcome, *, unmet: list[str]) ->
     ]
     lines += write_reports(args.report, result, title, outcome.sample_rate)
     print("\n".join("  " + line for line in lines), flush=True)
+
+
+def _unstreamed(args: argparse.Namespace, outcome: _Outcome) -> list[str]:
+    """Why the call ended before the recording did, when it did: a summary of a 10-minute
+    recording that stopped at 9 s otherwise reads like the whole recording was heard."""
+    result = outcome.result
+    ended_ms = max((int(r["t_ms"]) for r in result.records + result.caller_records), default=0)
+    left_ms = outcome.recording_ms - ended_ms
+    if left_ms < MIN_RECORDING_MS:
+        return []
+    rest = f"the last {left_ms} ms of the {outcome.recording_ms} ms recording were not streamed"
+    if ended_ms >= args.max_ms:
+        return [f"note: the call stopped at --max-ms {args.max_ms}: {rest}; raise --max-ms"]
+    if any(r["event"] == "call_ended_by_agent" for r in result.records):
+        return [f"note: the agent ended the call at {ended_ms} ms: {rest}"]
+    return [f"note: the call ended at {ended_ms} ms: {rest}"]

@@ -1,6 +1,7 @@
 """`voicegate vad FILE.wav [--json] [--channel C]`: the speech segments of a WAV file.
 
-The file's channels are mixed to mono, or ``--channel`` names the one to analyse.
+The file's channels are mixed to mono, or ``--channel`` names the one to analyse. Raw G.711,
+signed linear and Twilio JSONL recordings are read as ``replay`` reads them (by suffix).
 
 8 and 16 kHz files are analysed at their own rate; 24 and 48 kHz files are first converted
 to 16 kHz with the streaming resampler (its latency trimmed, so times stay file-relative), and
@@ -18,10 +19,9 @@ import numpy as np
 
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import StreamResampler
-from voicegate.audio.wav import WavAudio, read_wav
-from voicegate.cli.channel_option import add_channel_option
+from voicegate.audio.wav import WavAudio
+from voicegate.cli.channel_option import add_channel_option, read_input
 from voicegate.cli.transcribe_command import convert
-from voicegate.errors import ConfigError
 from voicegate.vad import ScorerKind, Segment, VadSettings, detect_segments
 from voicegate.vad.settings import SUPPORTED_RATES
 
@@ -40,7 +40,11 @@ def add_parser(subparsers: Any) -> None:
         "start of the file.",
     )
     parser.add_argument(
-        "file", type=Path, metavar="FILE.wav", help="a WAV file: PCM, float or G.711, any channels"
+        "file",
+        type=Path,
+        metavar="FILE.wav",
+        help="a WAV file (PCM, float or G.711, any channels), or what replay takes besides: "
+        "raw .ulaw/.alaw/.sln and Twilio .jsonl recordings",
     )
     parser.add_argument(
         "--json",
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     settings = VadSettings(
         scorer=ScorerKind(args.scorer), webrtc_aggressiveness=args.aggressiveness
     )
-    audio = _read(args.file, args.channel)
+    audio = read_input(args.file, args.channel, "vad")
     samples, rate = _at_a_vad_rate(audio)
     segments = detect_segments(samples, rate, settings)
     if args.json:
@@ -80,12 +84,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: Path, channel: int | None) -> WavAudio:
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file")
-    return read_wav(path, channel)
-
-
 def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
     """The file's samples at a rate the VAD takes: its own, or else 16 kHz."""
     if audio.sample_rate in SUPPORTED_RATES:
@@ -93,7 +91,13 @@ def _at_a_vad_rate(audio: WavAudio) -> tuple[Samples, int]:
     if audio.sample_rate not in RESAMPLED_RATES:  # e.g. 44.1 kHz, as transcribe and replay take
         return convert(audio.samples, audio.sample_rate, WIDEBAND_RATE), WIDEBAND_RATE
     resampler = StreamResampler(audio.sample_rate, WIDEBAND_RATE)
-    converted = np.concatenate([resampler.push(audio.samples), resampler.flush()])
+    # A second at a time: its float scratch stays small however long the file (the output
+    # does not depend on how the input is split; voicegate.audio.resample).
+    step = audio.sample_rate
+    pieces = [
+        resampler.push(audio.samples[at : at + step]) for at in range(0, len(audio.samples), step)
+    ]
+    converted = np.concatenate([*pieces, resampler.flush()])
     # The stream starts with the resampler's latency as silence: drop it so that segment
     # times stay relative to the start of the file.
     return converted[resampler.delay_samples :], WIDEBAND_RATE
