@@ -52,7 +52,8 @@ def add_parser(subparsers: Any) -> None:
         "transcribe",
         help="print the embedded recogniser's transcript of a WAV file",
         description="Transcribe a WAV file (any rate, mixed to mono or one --channel) with the "
-        "embedded Whisper model, as one utterance, and print the text.",
+        "embedded Whisper model, one stretch of the speech the VAD finds at a time, as a "
+        "call's utterances are, and print the text.",
     )
     parser.add_argument(
         "file",
