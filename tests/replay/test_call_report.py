@@ -221,8 +221,10 @@ async def test_against_a_url_a_telephone_caller_gets_the_close_reason(
         source = AUDIO / "synth" / "festival" / "yes_8k.wav"
         argv = ["replay", str(source), "--url", world.url, "--out", str(tmp_path / "out")]
         argv += ["--report", str(tmp_path / "out" / "call.html")]  # into --out, made by replay
-        assert await asyncio.to_thread(main, argv) == 0
-    printed = capsys.readouterr().out
+        assert await asyncio.to_thread(main, argv) == 1  # refused: a replay run as a check fails
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "the gateway closed the call with 1008: no stream token" in captured.err
     assert "caller said at 0 ms: 'yes'" in printed  # the recording's label (transcripts.tsv)
     page = parsed(tmp_path / "out" / "call.html")  # drawn from the caller-side timeline
     assert ("td", "close code 1008") in page.text

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from voicegate.cli.replaying import (
 from voicegate.cli.serve_command import apply_overrides, read_settings
 from voicegate.cli.transcribe_command import transcribe_recording
 from voicegate.errors import ConfigError
+from voicegate.gateway.transport import CLOSE_NORMAL
 
 DEFAULT_OUT = Path("replay-out")
 DEFAULT_TAIL_MS = 3000
@@ -115,7 +117,26 @@ def run(args: argparse.Namespace) -> int:
         return _replay_scenario(args, load_scenario(args.input))
     outcome = replay_clock.run_call(args, _replay_recording(args))
     _report(args, outcome, unmet=[])
-    return 0
+    return _exit_status(outcome.result)
+
+
+def _exit_status(result: ReplayResult) -> int:
+    """0 when the call ended normally; 1 (and why, on stderr) when the gateway refused it
+    (1013, 1008), failed it (1011, 1002) or went away (1001): a replay run as a check fails."""
+    code = result.close_code
+    if code in (None, CLOSE_NORMAL):
+        return 0
+    reason = next(
+        (
+            str(r.get("close_reason", ""))
+            for r in reversed(result.caller_records)
+            if r.get("event") == "stream_closed"
+        ),
+        "",
+    )
+    detail = f": {reason}" if reason else ""
+    print(f"voicegate replay: the gateway closed the call with {code}{detail}", file=sys.stderr)
+    return 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +211,7 @@ def _replay_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
             ),
         )
         _report(args, _Outcome(result, provider, rate, url), unmet=[])
-        return 0
+        return _exit_status(result)
     with tempfile.TemporaryDirectory(prefix="voicegate-scenario-") as workdir:
         base = read_settings(args.config) if args.config else None
         replay = replay_scenario(
