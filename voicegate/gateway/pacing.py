@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from voicegate.errors import PolicyViolationError
 from voicegate.gateway.limits import Limits
+from voicegate.gateway.ratelimit import TokenBucket
 
 
 class InboundPacer:
@@ -60,17 +61,12 @@ class ControlPacer:
         self._rate = limits.control_messages_per_s * limits.media_max_speed
         self._burst = float(limits.control_messages_burst)
         self._clock = clock
-        self._tokens = self._burst
-        self._last = clock()
+        self._bucket = TokenBucket(self._rate, self._burst, clock())
 
     def admit(self) -> None:
         """Count one message; raises once the peer sends them faster than the limits allow."""
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        if self._tokens < 1.0:
+        if not self._bucket.take(self._clock()):
             raise PolicyViolationError(
                 f"more than {self._burst:g} messages without audio at once, or over "
                 f"{self._rate:g} a second (limits.control_messages_per_s)"
             )
-        self._tokens -= 1.0

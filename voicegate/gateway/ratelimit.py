@@ -15,6 +15,27 @@ from collections.abc import Callable
 MAX_ADDRESSES = 10_000
 
 
+class TokenBucket:
+    """``rate`` tokens a second, at most ``burst`` saved up; full at first."""
+
+    __slots__ = ("_burst", "_rate", "_then", "_tokens")
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self._rate = rate
+        self._burst = burst
+        self._tokens = burst
+        self._then = now
+
+    def take(self, now: float) -> bool:
+        """Take one token at time ``now``; False (none taken) when the bucket is empty."""
+        self._tokens = min(self._burst, self._tokens + (now - self._then) * self._rate)
+        self._then = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+
 class RateLimiter:
     """A token bucket per client address."""
 
@@ -22,18 +43,16 @@ class RateLimiter:
         self._rate = rate
         self._burst = float(burst)
         self._clock = clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, time
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
 
     def allow(self, address: str) -> bool:
         """Take one token for ``address``; False when its bucket is empty."""
         now = self._clock()
-        tokens, then = self._buckets.pop(address, (self._burst, now))
-        tokens = min(self._burst, tokens + (now - then) * self._rate)
-        allowed = tokens >= 1.0
-        self._buckets[address] = (tokens - 1.0 if allowed else tokens, now)
+        bucket = self._buckets.pop(address, None) or TokenBucket(self._rate, self._burst, now)
+        self._buckets[address] = bucket  # now the most recently seen
         if len(self._buckets) > MAX_ADDRESSES:
             self._buckets.popitem(last=False)
-        return allowed
+        return bucket.take(now)
 
 
 class SocketCounter:
