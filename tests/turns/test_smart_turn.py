@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
+from voicegate.audio.pcm import Samples
 from voicegate.audio.wav import read_wav
 from voicegate.errors import ConfigError
 from voicegate.turns.features import N_MELS, WINDOW_SAMPLES, last_window, log_mel, mel_filters
@@ -82,23 +84,29 @@ def test_a_busy_model_refuses_more_than_its_queue() -> None:
         loaded.close()
 
 
-def test_cancelling_a_running_inference_stops_it_and_frees_its_place() -> None:
+def test_cancelling_a_running_inference_stops_it_and_frees_its_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     loaded = SmartTurnModel(bundled_model_path(), workers=1, max_queue=0)
+    started, cancelled = threading.Event(), threading.Event()
+    score = loaded.probability
+
+    def held_at_its_start(samples: Samples, rate: int, options: ort.RunOptions | None) -> float:
+        started.set()  # the inference is running: its future can no longer be cancelled
+        cancelled.wait(30)
+        return score(samples, rate, options)
+
+    monkeypatch.setattr(loaded, "probability", held_at_its_start)
     try:
         audio = read_wav(AUDIO / "alsa" / "Rear_Center_16k.wav").samples
-        outcomes = []
-        for _ in range(3):  # a run is ~60-90 ms of CPU: a starved test thread may miss one
-            running = loaded.submit(audio, 16000)
-            assert running is not None
-            deadline = time.monotonic() + 30
-            while not (running.running() or running.done()) and time.monotonic() < deadline:
-                time.sleep(0.001)
-            assert not running.cancel()  # it runs: a plain future would run on to the end
-            outcomes.append(running.exception(timeout=30))
-            if outcomes[-1] is not None:
-                break
-        assert outcomes[-1] is not None
-        assert "terminate" in str(outcomes[-1])
+        running = loaded.submit(audio, 16000)
+        assert running is not None
+        assert started.wait(30)
+        assert not running.cancel()  # it runs: a plain future would run on to the end
+        cancelled.set()
+        outcome = running.exception(timeout=30)
+        assert outcome is not None
+        assert "terminate" in str(outcome)
         assert loaded.pending == 0
         again = loaded.submit(audio, 16000)  # the thread is free for the next pause
         assert again is not None
