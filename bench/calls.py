@@ -127,6 +127,8 @@ STAGE_HISTOGRAMS = {
     "tts_first_chunk": "voicegate_tts_first_chunk_seconds",
     "tool": "voicegate_tool_seconds",
 }
+#: Each histogram's bucket series, to its stage.
+STAGE_OF_BUCKET = {name + "_bucket": stage for stage, name in STAGE_HISTOGRAMS.items()}
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -339,10 +341,7 @@ class GatewayProcess:
                 if sample.name == "voicegate_end_of_turns_total":
                     key = f"{sample.labels['reason']} / {sample.labels['model']}"
                     counts[f"end_of_turn:{key}"] += int(sample.value)
-                elif sample.name.removesuffix("_bucket") in STAGE_HISTOGRAMS.values():
-                    stage = next(
-                        k for k, v in STAGE_HISTOGRAMS.items() if sample.name == v + "_bucket"
-                    )
+                elif (stage := STAGE_OF_BUCKET.get(sample.name)) is not None:
                     counts[f"{stage}:{sample.labels['le']}"] += int(sample.value)
         return counts
 
