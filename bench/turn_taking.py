@@ -285,6 +285,10 @@ async def end_of_speech(bench: Bench, recordings: list[Labelled]) -> dict[str, A
             "score": eot.get("score") if eot else None,
             "model": eot.get("model") if eot else None,
             "words": eot.get("words") if eot else None,
+            # Where the time went: the VAD's end after the labelled one, then the silence the
+            # decision waited for (pause_ms, or the model's and the decode's answers).
+            "vad_end_after_label_ms": eot["end_ms"] - end if eot else None,
+            "silence_ms": eot.get("silence_ms") if eot else None,
             "stages_ms": stages(timeline, end),
         }
         for stage, at in per_file[rec.name]["stages_ms"].items():

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
+
+from threadpoolctl import threadpool_limits
 
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory, LLMPort
@@ -171,6 +174,21 @@ def required_key(environ: Mapping[str, str], variable: str, key: str) -> str:
             f"{key}: the API key comes from the environment variable {variable}, which is unset"
         )
     return api_key
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """numpy's BLAS (OpenBLAS) limited to one thread, process-wide, until the block exits.
+
+    faster-whisper's feature extraction multiplies by the mel filters once per decode; on
+    OpenBLAS's pool (a thread per core) the pool's second thread then spins. A 2 s utterance
+    cost ~220 ms of process CPU for ~110 ms of wall time, against ~95 ms of both on one
+    thread, and the spinning thread held the core that the end-of-turn model's inference
+    (nice 10), another call's decode or the media loop needed. Every other compute job is one
+    thread already (Whisper's ``cpu_threads``, the ONNX sessions): the cores belong to the
+    calls, not to one job.
+    """
+    limits: AbstractContextManager[object] = threadpool_limits(limits=1, user_api="blas")
+    return limits
 
 
 def load_whisper(model: str, window_s: float = DEFAULT_WINDOW_S) -> WhisperRecognizer:

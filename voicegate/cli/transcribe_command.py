@@ -27,7 +27,7 @@ from voicegate.audio.g711 import ulaw_decode, ulaw_encode
 from voicegate.audio.pcm import Samples, samples_for_ms
 from voicegate.audio.resample import SUPPORTED_RATES, resample_all
 from voicegate.cli.channel_option import add_channel_option, read_input
-from voicegate.cli.engines import load_whisper
+from voicegate.cli.engines import load_whisper, one_blas_thread
 from voicegate.speech.embedded.whisper_model import (
     BUNDLED_MODEL,
     WHISPER_RATE,
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"voicegate transcribe: note: {args.file}: no speech found", file=sys.stderr)
         print()
         return 0
-    print(decode_spans(load_whisper(args.model), wide, spans))
+    with one_blas_thread():
+        print(decode_spans(load_whisper(args.model), wide, spans))
     return 0
 
 
@@ -97,7 +98,10 @@ def transcribe_recording(samples: Samples, sample_rate: int, model: str = BUNDLE
     """What the embedded recogniser makes of the speech in a recording ("": none found)."""
     wide = convert(samples, sample_rate, WHISPER_RATE)
     spans = speech_spans(wide, WHISPER_RATE)
-    return decode_spans(load_whisper(model), wide, spans) if spans else ""
+    if not spans:
+        return ""
+    with one_blas_thread():
+        return decode_spans(load_whisper(model), wide, spans)
 
 
 def decode_spans(recognizer: WhisperRecognizer, wide: Samples, spans: list[tuple[int, int]]) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from voicegate.cli.engines import build_llm, build_stt, build_tts
+from voicegate.cli.engines import build_llm, build_stt, build_tts, one_blas_thread
 from voicegate.cli.stores import Stores, open_stores, redis_url
 from voicegate.config import Settings
 from voicegate.config.settings import StoreBackend
@@ -244,6 +244,19 @@ async def open_runner(
     ``inline``: no dialogue plane and no tool loops; the engine, its tools and MCP sessions
     run on the calling loop, as a virtual-time replay needs (docs/replay.md, issue 19).
     """
+    with one_blas_thread():
+        async with _runner(settings, environ, metrics=metrics, inline=inline) as runner:
+            yield runner
+
+
+@asynccontextmanager
+async def _runner(
+    settings: Settings,
+    environ: Mapping[str, str],
+    *,
+    metrics: GatewayMetrics | None,
+    inline: bool,
+) -> AsyncIterator[SessionRunner]:
     root = settings.engine.project_dir
     project = load_project(root)
     # Before the models' thread: this imports the mcp package when a skill imports MCP tools
