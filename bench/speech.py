@@ -38,6 +38,7 @@ import numpy as np
 from voicegate.audio.pcm import Samples
 from voicegate.audio.resample import resample_all
 from voicegate.audio.wav import read_wav
+from voicegate.cli.engines import one_blas_thread
 from voicegate.speech.embedded.espeak_lib import espeak_library
 from voicegate.speech.embedded.espeak_tts import EspeakTextToSpeech
 from voicegate.speech.embedded.whisper_model import WhisperOptions, WhisperRecognizer
@@ -249,7 +250,8 @@ def main() -> None:
         "--paced", type=int, default=6, help="utterances pushed at real speed (default 6)"
     )
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.paced)), indent=2))
+    with one_blas_thread():  # as the gateway runs its decodes (cli/wiring.py open_runner)
+        print(json.dumps(asyncio.run(run(args.paced)), indent=2))
 
 
 if __name__ == "__main__":
