@@ -32,9 +32,10 @@ class EndOfTurnSettings:
     pause_ms: int = 200
     #: Silence (ms) after which the model and the recogniser are asked about a pause; it
     #: becomes the VAD's ``stop_ms``. Asking before ``pause_ms`` has passed means the verdict
-    #: and the transcript (each ~90 ms of one core) are in when it has, instead of starting
-    #: then; a pause that speech resumes costs them for nothing (docs/turn-taking.md).
-    ask_after_ms: int = 100
+    #: and the transcript (~90 and ~80-130 ms, on the two cores) are in when it has, instead
+    #: of starting then; a pause that speech resumes costs them for nothing
+    #: (docs/turn-taking.md, "Asking at 60 ms").
+    ask_after_ms: int = 60
     #: Model probability at or above which the turn is complete (Smart Turn's own 0.5).
     threshold: float = 0.5
     #: Fallback while the model has not answered (a loaded machine): silence (ms since the
