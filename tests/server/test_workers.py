@@ -59,6 +59,16 @@ class Server:
         ):
             return reply.status, await reply.json()
 
+    async def metrics(self) -> str:
+        """``GET /metrics``: the text format, summed over every worker."""
+        connector = aiohttp.TCPConnector(force_close=True)
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get(self.base + "/metrics") as reply,
+        ):
+            assert reply.status == 200
+            return await reply.text()
+
     async def workers(self) -> list[dict[str, Any]]:
         """``GET /workers``' worker list."""
         status, body = await self.get("/workers")
@@ -250,6 +260,8 @@ async def test_two_workers_share_calls_capacity_and_survive_a_killed_worker(
         assert len(going) == 1
         assert cut[0].result()[0] == 1006  # the connection died with its worker
         assert await calls_per_worker(server) == [0, 1]  # the dead worker's slot is zeroed
+        # The call the dead worker took with it is in the metrics: its replacement counted it.
+        assert "voicegate_calls_lost_total 1.0" in (await server.metrics()).splitlines()
 
         # The survivor ends normally when its caller hangs up.
         survivor, task = going[0]

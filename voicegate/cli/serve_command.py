@@ -239,6 +239,7 @@ def serve_worker(launch: WorkerLaunch) -> None:
         settings = plan.settings()
         options = gateway_options(settings, os.environ)
         metrics = GatewayMetrics(launch.metrics_dir)
+        metrics.calls_lost_by_predecessor(launch.lost_calls)
         runner = plan.runner_builder(settings, metrics)
         run_loop(settings, run_worker(launch, runner, options, metrics))
     except VoicegateError as error:

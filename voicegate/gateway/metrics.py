@@ -57,6 +57,12 @@ class GatewayMetrics:
             registry=registry,
         )
         self.errors = Counter("voicegate_errors", "Errors, by kind.", ["kind"], registry=registry)
+        self.calls_lost = Counter(
+            "voicegate_calls_lost",
+            "Calls a worker process took with it when it died (killed, crashed); not in "
+            "voicegate_calls. Counted by the worker that replaced it.",
+            registry=registry,
+        )
         self.end_of_turns = Counter(
             "voicegate_end_of_turns",
             "Turn ends by rule, and what the end-of-turn model did (model=shed: it was busy).",
@@ -93,6 +99,11 @@ class GatewayMetrics:
     def record_lag(self, lag_ms: float) -> None:
         """One media-loop lag sample (gateway/loopwatch.py)."""
         self.loop_lag.observe(lag_ms / 1000)
+
+    def calls_lost_by_predecessor(self, count: int) -> None:
+        """Count the calls a dead worker took with it (this worker replaced it)."""
+        if count:
+            self.calls_lost.inc(count)
 
     def call_started(self, provider: str) -> None:
         """A call was admitted."""

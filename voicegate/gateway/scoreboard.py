@@ -200,6 +200,12 @@ class Scoreboard:
         """Calls running across every worker (a consistent sum needs :meth:`locked`)."""
         return sum(self._words[self._at(i, _ACTIVE)] for i in range(self.workers))
 
+    def active_calls_of(self, index: int) -> int:
+        """Calls running on worker ``index`` (those a dead worker took with it, before
+        :meth:`exited` zeroes its row)."""
+        with self.locked():
+            return int(self._words[self._at(index, _ACTIVE)])
+
     def try_admit(self, index: int, call_id: str = "") -> Seat:
         """Count one more call on worker ``index`` unless the board is at capacity or (with
         ``call_id``, the provider's) that call is live on a worker already."""

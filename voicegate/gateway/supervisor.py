@@ -219,9 +219,12 @@ class Supervisor:
         """Run worker ``index`` until the stop, restarting it when it exits."""
         young_deaths = 0
         first = True
+        lost_calls = 0  # taken by dead workers, not yet counted by a replacement
         while not self._stop.is_set():
-            worker = self._spawn(index, board, port)
+            worker = self._spawn(index, board, port, lost_calls)
             failure = await worker.started()
+            if failure is None:
+                lost_calls = 0  # counted in its metrics as it started
             if first:
                 first = False
                 self._first_start(failure, announce)
@@ -229,6 +232,7 @@ class Supervisor:
                 log.info("worker %d restarted (pid %d)", index, worker.pid)
             born, born_wall = time.monotonic(), time.time()
             code = await worker.exited()
+            lost_calls += board.active_calls_of(index)  # before exited() zeroes them
             board.exited(index)
             await self._close_lost_calls(worker, code, born_wall)
             if self._metrics_dir is not None:
@@ -270,12 +274,19 @@ class Supervisor:
         if self._listening == self._options.workers:
             announce()
 
-    def _spawn(self, index: int, board: Scoreboard, port: int) -> _Worker:
-        """Start worker ``index`` on a cleared slot."""
+    def _spawn(self, index: int, board: Scoreboard, port: int, lost_calls: int) -> _Worker:
+        """Start worker ``index`` on a cleared slot; it counts ``lost_calls`` (its dead
+        predecessors' calls) in the metrics."""
         assert board.path is not None  # the supervisor created the board
         reports, report_end = self._context.Pipe(duplex=False)
         launch = WorkerLaunch(
-            index, port, board.path, StartReport(report_end), self._plan, self._metrics_dir
+            index,
+            port,
+            board.path,
+            StartReport(report_end),
+            self._plan,
+            self._metrics_dir,
+            lost_calls=lost_calls if self._metrics_dir is not None else 0,
         )
         process = self._context.Process(
             target=self._entry, args=(launch,), name=f"voicegate-worker-{index}"

@@ -67,6 +67,9 @@ class WorkerLaunch:
     report: StartReport
     plan: object  # the caller's own description of what to serve (cli: settings and flags)
     metrics_dir: Path | None = None  # this run's prometheus-client multiprocess directory
+    #: Calls the workers this one replaces took with them when they died: they never reached
+    #: the metrics (the supervisor cannot write them), so this worker counts them.
+    lost_calls: int = 0
 
 
 #: The worker processes' entry point: a module-level function, so it can be pickled.
