@@ -66,6 +66,17 @@ def test_levels_in_dbfs() -> None:
     assert gate.level_db(np.zeros(160, dtype=np.int16)) == gate.SILENT_DB
 
 
+def test_levels_per_piece_are_each_pieces_level() -> None:
+    rng = np.random.default_rng(7)
+    samples = (rng.standard_normal(850) * np.repeat([8000, 0, 300, 20000, 50], 170)).astype(
+        np.int16
+    )
+    pieces = [samples[i : i + 160] for i in range(0, 850, 160)]  # the last one 50 samples
+    expected = [gate.level_db(piece) for piece in pieces]
+    assert np.allclose(gate.levels_db(samples, 160), expected, atol=1e-4)
+    assert gate.levels_db(np.zeros(320, dtype=np.int16), 160) == [gate.SILENT_DB] * 2
+
+
 def test_the_margin_follows_the_echo_this_call_shows() -> None:
     settings = EchoGateSettings(margin_db=6.0, max_margin_db=20.0)
     weak, loud, silent = gate.EchoLoss(), gate.EchoLoss(), gate.EchoLoss()

@@ -159,6 +159,23 @@ def test_the_bots_echo_is_not_speech_but_the_caller_over_it_is() -> None:
     assert seen == [Voice(True, 580)]  # dated at the first frame louder than any echo
 
 
+def test_a_loud_syllable_in_a_long_playout_chunk_is_its_own_echo_reference() -> None:
+    # 100 ms chunks, each a 20 ms syllable then 80 ms of pause: the chunk's average is 7 dB
+    # under the syllable, and the syllable's echo at -10 dB (under the 6 dB margin from the
+    # syllable itself) passed for the caller against it.
+    turns, _ = tracker(None, gate=True)
+    syllable = (np.sin(np.arange(160) * 0.3) * 16000).astype(np.int16)
+    chunk = samples_to_ulaw_bytes(np.concatenate([syllable, np.zeros(640, dtype=np.int16)]))
+    echo = (LOUD * 2 * 10 ** (-10 / 20)).astype(np.int16)  # the syllable, 10 dB down
+    seen = []
+    for t in range(20, 1520, 20):
+        if t % 100 == 20:
+            turns.played(chunk, t)
+        voices = [Voice(True, t - 60)] if t == 300 else []
+        seen += turns.push(echo, t, voices)
+    assert seen == []
+
+
 def test_the_bots_echo_never_reaches_the_model() -> None:
     model = FakeModel(0.9)
     turns, pauses = tracker(model, gate=True)

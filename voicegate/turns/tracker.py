@@ -22,7 +22,7 @@ import numpy as np
 from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.turns import echo_gate, end_of_turn
-from voicegate.turns.echo_gate import EchoLoss, EchoReference, level_db
+from voicegate.turns.echo_gate import EchoLoss, EchoReference, level_db, levels_db
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 
@@ -113,8 +113,12 @@ class TurnTracker:
         if not self._gate_settings.enabled:
             return  # no gate to consult it: not decoded, and not kept (it was never trimmed)
         samples = _decode(payload, self._wire.encoding)
-        duration = len(samples) * 1000 // self._wire.sample_rate
-        self._reference.played(duration, level_db(samples), now_ms)
+        rate = self._wire.sample_rate
+        frame = rate * echo_gate.REFERENCE_FRAME_MS // 1000
+        starts = range(0, len(samples), frame)
+        for start, level in zip(starts, levels_db(samples, frame), strict=True):
+            piece = min(frame, len(samples) - start)
+            self._reference.played(piece * 1000 // rate, level, now_ms)
 
     def flushed(self, now_ms: MediaMs) -> None:
         """The provider was told to drop its buffered bot audio."""
