@@ -16,6 +16,7 @@ scrubbed of the key before it is quoted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +34,8 @@ from voicegate.retry import RetryPolicy, post_retrying
 
 #: How much of an error response body is read to quote it.
 ERROR_BODY_BYTES = 4096
+#: How long a server that sent the answer's ``finish_reason`` may take to end the body.
+FINISHED_GRACE_S = 1.0
 
 _STATUS_HINTS = {
     401: "the API key was refused",
@@ -65,10 +68,17 @@ class OpenAIChatLLM:
                 try:
                     await self._check_response(response)
                     parser, assembler = SseParser(), ChunkAssembler()
+                    patience = _Patience(self._settings.read_timeout_s)
                     while not assembler.done:
-                        chunk = await response.content.readany()
+                        try:
+                            chunk = await patience.read(response.content)
+                        except TimeoutError:
+                            if assembler.finish_reason is None:
+                                raise
+                            break  # the answer is whole; the server did not end the body
                         for delta in _text_of(chunk, parser, assembler):
                             yield delta
+                        patience.update(assembler)
                         if not chunk:
                             break
                     for call in assembler.tool_calls():
@@ -98,7 +108,7 @@ class OpenAIChatLLM:
         except TimeoutError:
             raise LLMError(
                 f"the model at {endpoint} timed out (connect {settings.connect_timeout_s} s, "
-                f"then at most {settings.read_timeout_s} s between stream chunks)"
+                f"then at most {settings.read_timeout_s} s without new text or tool calls)"
             ) from None
         except aiohttp.ClientError as error:
             raise LLMError(self._redact(f"the model at {endpoint} failed: {error}")) from None
@@ -134,6 +144,37 @@ class OpenAIChatLLM:
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[api key]") if self._api_key else text
+
+
+class _Patience:
+    """How long the stream's next read may take: ``read_timeout_s`` from the last progress.
+
+    Progress is new text or tool-call content, not bytes: SSE comments, empty deltas and
+    role-only chunks keep a socket's read timeout from ever firing, so a stream of them alone
+    would hold the turn (and the caller, in silence) forever. Once the answer has its
+    ``finish_reason`` it is whole: a server that then neither sends ``[DONE]`` nor ends the
+    body is waited for :data:`FINISHED_GRACE_S` at most.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._loop = asyncio.get_running_loop()
+        self._deadline = self._loop.time() + seconds
+        self._received = 0
+
+    async def read(self, content: aiohttp.StreamReader) -> bytes:
+        """The next bytes of the body (b"" at its end); TimeoutError past the deadline."""
+        async with asyncio.timeout_at(self._deadline):
+            return await content.readany()
+
+    def update(self, assembler: ChunkAssembler) -> None:
+        """Move the deadline after a read, by what the assembler got from it."""
+        now = self._loop.time()
+        if assembler.received > self._received:
+            self._received = assembler.received
+            self._deadline = now + self._seconds
+        if assembler.finish_reason is not None:
+            self._deadline = min(self._deadline, now + FINISHED_GRACE_S)
 
 
 def _text_of(chunk: bytes, parser: SseParser, assembler: ChunkAssembler) -> list[TextDelta]:
