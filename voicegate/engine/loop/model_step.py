@@ -1,4 +1,11 @@
-"""One model step: stream the model's answer, speaking each sentence as soon as it is complete."""
+"""One model step: stream the model's answer, speaking each sentence as soon as it is complete.
+
+An answer is bounded (:data:`MAX_ANSWER_CHARS`): a voice reply runs to a few hundred
+characters, and every sentence is synthesised as it comes, so a model that streams on and on
+(looping, or an endpoint that never ends its answer) would have hours of audio synthesised
+and queued for one call. Past the bound the stream is closed, which drops the model's
+connection, and the turn ends in error: the caller has heard the sentences so far.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,10 @@ from voicegate.engine.llm.port import AssistantMessage, LLMPort, Message, TextDe
 from voicegate.engine.loop.sentences import SentenceSplitter
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.tools.schema import ToolSpec
+from voicegate.errors import LLMError
+
+#: Characters of text one model step may stream (about five minutes of speech).
+MAX_ANSWER_CHARS = 5000
 
 
 async def model_step(
@@ -18,9 +29,13 @@ async def model_step(
     splitter = SentenceSplitter()
     text: list[str] = []
     calls: list[ToolCall] = []
+    length = 0
     async with aclosing(llm.stream(messages, tools)) as stream:
         async for item in stream:
             if isinstance(item, TextDelta):
+                length += len(item.text)
+                if length > MAX_ANSWER_CHARS:
+                    raise LLMError(f"the model's answer passed {MAX_ANSWER_CHARS} characters")
                 text.append(item.text)
                 for sentence in splitter.feed(item.text):
                     channel.say(sentence, source="model")
