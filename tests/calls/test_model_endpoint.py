@@ -134,3 +134,20 @@ async def test_a_runaway_answer_is_cut_and_the_models_connection_dropped(tmp_pat
     assert said
     assert len(" ".join(said)) <= MAX_ANSWER_CHARS
     assert server.completed == 0
+
+
+async def test_a_model_that_keeps_answering_nothing_gets_the_caller_an_apology(
+    tmp_path: Path,
+) -> None:
+    empty = Reply(sse([chunk({"role": "assistant", "content": ""}), chunk({}, "stop")]))
+    server = ChatServer(lambda body: empty)
+    async with server, gateway_for(tmp_path, ["check my balance"], llm=model_at(server)) as world:
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=5000))
+        assert await world.call(caller, speed=2.0, max_ms=30_000) == 1000
+        records = await timeline(world)
+    (ended,) = named(records, "turn_ended", turn_id="t1")
+    assert ended["reason"] == "error"
+    assert "answered nothing" in ended["detail"]
+    heard = named(records, "heard", turn_id="t1")[0]["text"]
+    assert heard == "Sorry, I could not get that. Could you say it again?"
+    assert len(server.requests) == 2  # asked once more, then given up
