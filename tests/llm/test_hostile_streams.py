@@ -23,6 +23,7 @@ from tests.llm.chat_server import (
     text_chunks,
 )
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
+from voicegate.engine.llm.openai_chat.client import MAX_IDLE_BYTES
 from voicegate.engine.llm.openai_chat.deltas import MAX_TOOL_CALLS, MAX_TOOL_CHARS
 from voicegate.engine.llm.openai_chat.sse import MAX_EVENT_BYTES
 from voicegate.engine.llm.port import StreamItem, TextDelta, ToolCall, UserMessage
@@ -93,6 +94,16 @@ async def test_a_stream_of_nothing_times_out_and_drops_the_connection(filler: by
         await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
     assert text_of(received) == "Let me see. "  # what came before the stall was streamed
     assert server.completed == 0
+
+
+async def test_a_flood_of_padding_is_refused_long_before_the_read_timeout() -> None:
+    padding = sse(['{"choices": [], "padding": "' + "x" * 60_000 + '"}'] * 16, done=False)
+    flood = Reply(sse(text_chunks("Hm. ", 4), done=False), endless=True, filler=padding)
+    flood.pause = 0.001
+    async with ChatServer.replying(flood) as server:
+        with pytest.raises(LLMError, match=f"over {MAX_IDLE_BYTES} bytes with no text"):
+            await items_of(client(server, read_timeout_s=60.0))
+        await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
 
 
 async def test_an_answer_that_keeps_streaming_is_not_cut_by_the_read_timeout() -> None:

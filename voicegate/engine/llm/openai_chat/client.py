@@ -36,6 +36,10 @@ from voicegate.retry import RetryPolicy, post_retrying
 ERROR_BODY_BYTES = 4096
 #: How long a server that sent the answer's ``finish_reason`` may take to end the body.
 FINISHED_GRACE_S = 1.0
+#: How many body bytes may come without new text or tool calls in them. A real stream sends a
+#: few hundred (a role chunk, a usage chunk, keep-alives); a flood of padding would otherwise
+#: keep the dialogue plane parsing at line rate until the read timeout.
+MAX_IDLE_BYTES = 4 << 20
 
 _STATUS_HINTS = {
     401: "the API key was refused",
@@ -78,7 +82,7 @@ class OpenAIChatLLM:
                             break  # the answer is whole; the server did not end the body
                         for delta in _text_of(chunk, parser, assembler):
                             yield delta
-                        patience.update(assembler)
+                        patience.update(assembler, len(chunk))
                         if not chunk:
                             break
                     for call in assembler.tool_calls():
@@ -153,7 +157,8 @@ class _Patience:
     role-only chunks keep a socket's read timeout from ever firing, so a stream of them alone
     would hold the turn (and the caller, in silence) forever. Once the answer has its
     ``finish_reason`` it is whole: a server that then neither sends ``[DONE]`` nor ends the
-    body is waited for :data:`FINISHED_GRACE_S` at most.
+    body is waited for :data:`FINISHED_GRACE_S` at most. Bytes without progress are bounded
+    too (:data:`MAX_IDLE_BYTES`).
     """
 
     def __init__(self, seconds: float) -> None:
@@ -161,18 +166,27 @@ class _Patience:
         self._loop = asyncio.get_running_loop()
         self._deadline = self._loop.time() + seconds
         self._received = 0
+        self._idle_bytes = 0
 
     async def read(self, content: aiohttp.StreamReader) -> bytes:
         """The next bytes of the body (b"" at its end); TimeoutError past the deadline."""
         async with asyncio.timeout_at(self._deadline):
             return await content.readany()
 
-    def update(self, assembler: ChunkAssembler) -> None:
-        """Move the deadline after a read, by what the assembler got from it."""
+    def update(self, assembler: ChunkAssembler, size: int) -> None:
+        """Move the deadline after a read of ``size`` bytes, by what the assembler got."""
         now = self._loop.time()
         if assembler.received > self._received:
             self._received = assembler.received
             self._deadline = now + self._seconds
+            self._idle_bytes = 0
+        else:
+            self._idle_bytes += size
+            if self._idle_bytes > MAX_IDLE_BYTES:
+                raise LLMError(
+                    f"the model's stream sent over {MAX_IDLE_BYTES} bytes with no text or "
+                    "tool call in them"
+                )
         if assembler.finish_reason is not None:
             self._deadline = min(self._deadline, now + FINISHED_GRACE_S)
 
