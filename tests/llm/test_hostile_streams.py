@@ -183,3 +183,10 @@ async def test_an_html_page_instead_of_a_stream_is_an_error() -> None:
 async def test_an_answer_with_no_content_at_all_is_empty() -> None:
     async with ChatServer.replying(Reply(sse([chunk({}, "stop")]))) as server:
         assert await items_of(client(server)) == []
+
+
+async def test_tool_arguments_sent_as_an_object_reach_the_tool() -> None:
+    piece = {"index": 0, "id": "c1", "function": {"name": "activate", "arguments": {"n": 1}}}
+    payloads = [chunk({"tool_calls": [piece]}), chunk({}, "tool_calls")]
+    async with ChatServer.replying(Reply(sse(payloads))) as server:
+        assert await items_of(client(server)) == [ToolCall("c1", "activate", {"n": 1})]

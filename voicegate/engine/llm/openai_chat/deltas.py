@@ -90,7 +90,11 @@ class ChunkAssembler:
             partial.name = partial.name or str(function["name"])
             self._count(len(partial.name))
         arguments = function.get("arguments")
-        if isinstance(arguments, str):
+        if arguments is not None and not isinstance(arguments, str):
+            # Some gateways send the arguments as a JSON value, not as its text: taken as the
+            # text it stands for (anything but an object is then refused, as text would be).
+            arguments = json.dumps(arguments)
+        if arguments is not None:
             partial.arguments.append(arguments)
             self._count(len(arguments))
 
