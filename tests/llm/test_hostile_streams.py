@@ -23,7 +23,7 @@ from tests.llm.chat_server import (
     text_chunks,
 )
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
-from voicegate.engine.llm.openai_chat.client import MAX_IDLE_BYTES
+from voicegate.engine.llm.openai_chat.client import MAX_BODY_BYTES, MAX_IDLE_BYTES
 from voicegate.engine.llm.openai_chat.deltas import MAX_TOOL_CALLS, MAX_TOOL_CHARS
 from voicegate.engine.llm.openai_chat.sse import MAX_EVENT_BYTES
 from voicegate.engine.llm.port import StreamItem, TextDelta, ToolCall, UserMessage
@@ -103,6 +103,15 @@ async def test_a_flood_of_padding_is_refused_long_before_the_read_timeout() -> N
     async with ChatServer.replying(flood) as server:
         with pytest.raises(LLMError, match=f"over {MAX_IDLE_BYTES} bytes with no text"):
             await items_of(client(server, read_timeout_s=60.0))
+        await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
+
+
+async def test_padding_beside_each_piece_of_text_is_bounded_too() -> None:
+    padded = chunk({"content": "a"})[:-1] + ', "padding": "' + "x" * 60_000 + '"}'
+    flood = Reply(b"", endless=True, filler=sse([padded] * 16, done=False), pause=0.001)
+    async with ChatServer.replying(flood) as server:
+        with pytest.raises(LLMError, match=f"response passed {MAX_BODY_BYTES} bytes"):
+            await items_of(client(server))
         await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
 
 

@@ -40,6 +40,9 @@ FINISHED_GRACE_S = 1.0
 #: few hundred (a role chunk, a usage chunk, keep-alives); a flood of padding would otherwise
 #: keep the dialogue plane parsing at line rate until the read timeout.
 MAX_IDLE_BYTES = 4 << 20
+#: And a whole response at most this many bytes: padding beside each piece of text would
+#: otherwise pass the bound above (a real answer, bounded by the engine, is well under 1 MiB).
+MAX_BODY_BYTES = 16 << 20
 
 _STATUS_HINTS = {
     401: "the API key was refused",
@@ -158,7 +161,7 @@ class _Patience:
     would hold the turn (and the caller, in silence) forever. Once the answer has its
     ``finish_reason`` it is whole: a server that then neither sends ``[DONE]`` nor ends the
     body is waited for :data:`FINISHED_GRACE_S` at most. Bytes without progress are bounded
-    too (:data:`MAX_IDLE_BYTES`).
+    too (:data:`MAX_IDLE_BYTES`), as is the whole body (:data:`MAX_BODY_BYTES`).
     """
 
     def __init__(self, seconds: float) -> None:
@@ -166,7 +169,7 @@ class _Patience:
         self._loop = asyncio.get_running_loop()
         self._deadline = self._loop.time() + seconds
         self._received = 0
-        self._idle_bytes = 0
+        self._idle_bytes = self._bytes = 0
 
     async def read(self, content: aiohttp.StreamReader) -> bytes:
         """The next bytes of the body (b"" at its end); TimeoutError past the deadline."""
@@ -176,6 +179,9 @@ class _Patience:
     def update(self, assembler: ChunkAssembler, size: int) -> None:
         """Move the deadline after a read of ``size`` bytes, by what the assembler got."""
         now = self._loop.time()
+        self._bytes += size
+        if self._bytes > MAX_BODY_BYTES:
+            raise LLMError(f"the model's response passed {MAX_BODY_BYTES} bytes")
         if assembler.received > self._received:
             self._received = assembler.received
             self._deadline = now + self._seconds
