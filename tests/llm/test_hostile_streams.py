@@ -199,3 +199,41 @@ async def test_tool_arguments_sent_as_an_object_reach_the_tool() -> None:
     payloads = [chunk({"tool_calls": [piece]}), chunk({}, "tool_calls")]
     async with ChatServer.replying(Reply(sse(payloads))) as server:
         assert await items_of(client(server)) == [ToolCall("c1", "activate", {"n": 1})]
+
+
+def impatient(base_url: str) -> OpenAIChatLLM:
+    """A client that gives the headers and an error body 0.2 + 0.5 + 0.1 s in all."""
+    settings = ChatModelSettings("m", base_url, "", connect_timeout_s=0.2, read_timeout_s=0.5)
+    return OpenAIChatLLM(settings, retry=RetryPolicy(attempts=1, budget_s=0.1))
+
+
+async def test_an_error_body_trickled_a_byte_at_a_time_times_out() -> None:
+    trickle = Reply(b"x" * 4096, 400, "text/plain", piece_bytes=1, pause=0.05)
+    async with ChatServer.replying(trickle) as server:
+        with pytest.raises(LLMError, match="timed out"):
+            await asyncio.wait_for(items_of(impatient(server.base_url)), DEADLINE_S)
+        await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
+
+
+async def test_headers_trickled_a_byte_at_a_time_time_out() -> None:
+    gone = asyncio.Event()
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        try:
+            while True:  # one byte of a header that never ends, until the client leaves
+                writer.write(b"a")
+                await writer.drain()
+                await asyncio.sleep(0.02)
+        except ConnectionError:
+            gone.set()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(LLMError, match="timed out"):
+            await asyncio.wait_for(items_of(impatient(f"http://127.0.0.1:{port}/v1")), DEADLINE_S)
+        await asyncio.wait_for(gone.wait(), DEADLINE_S)  # the client dropped the connection

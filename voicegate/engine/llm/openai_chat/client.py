@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 
 import aiohttp
 
@@ -71,27 +71,31 @@ class OpenAIChatLLM:
         body = request_body(self._settings, messages, tools)
         with self._errors_as_llm_errors():
             async with aiohttp.ClientSession(timeout=self._timeout()) as http:
-                response = await self._post(http, body)
+                response = await self._answer(http, body)
                 try:
-                    await self._check_response(response)
-                    parser, assembler = SseParser(), ChunkAssembler()
-                    patience = _Patience(self._settings.read_timeout_s)
-                    while not assembler.done:
-                        try:
-                            chunk = await patience.read(response.content)
-                        except TimeoutError:
-                            if assembler.finish_reason is None:
-                                raise
-                            break  # the answer is whole; the server did not end the body
-                        for delta in _text_of(chunk, parser, assembler):
-                            yield delta
-                        patience.update(assembler, len(chunk))
-                        if not chunk:
-                            break
-                    for call in assembler.tool_calls():
-                        yield call
+                    patience = self._settings.read_timeout_s
+                    async with aclosing(_items(response, patience)) as items:
+                        async for item in items:
+                            yield item
                 finally:
                     response.close()  # at once, even mid-stream: the server sees the drop
+
+    async def _answer(self, http: aiohttp.ClientSession, body: object) -> aiohttp.ClientResponse:
+        """The response, once it is known to be an event stream.
+
+        Its headers (retries included) and an error body come within one deadline: a server
+        that trickles them a byte at a time keeps every socket read timeout from firing.
+        """
+        settings = self._settings
+        wait = settings.connect_timeout_s + settings.read_timeout_s + self._retry.budget_s
+        async with asyncio.timeout(wait):
+            response = await self._post(http, body)
+            try:
+                await self._check_response(response)
+            except BaseException:
+                response.close()
+                raise
+        return response
 
     async def _post(self, http: aiohttp.ClientSession, body: object) -> aiohttp.ClientResponse:
         """POST the request, retrying what a retry may cure within the retry budget."""
@@ -195,6 +199,28 @@ class _Patience:
                 )
         if assembler.finish_reason is not None:
             self._deadline = min(self._deadline, now + FINISHED_GRACE_S)
+
+
+async def _items(
+    response: aiohttp.ClientResponse, patience_s: float
+) -> AsyncGenerator[StreamItem, None]:
+    """The stream's text deltas as they come, then its tool calls (see :class:`_Patience`)."""
+    parser, assembler = SseParser(), ChunkAssembler()
+    patience = _Patience(patience_s)
+    while not assembler.done:
+        try:
+            chunk = await patience.read(response.content)
+        except TimeoutError:
+            if assembler.finish_reason is None:
+                raise
+            break  # the answer is whole; the server did not end the body
+        for delta in _text_of(chunk, parser, assembler):
+            yield delta
+        patience.update(assembler, len(chunk))
+        if not chunk:
+            break
+    for call in assembler.tool_calls():
+        yield call
 
 
 def _text_of(chunk: bytes, parser: SseParser, assembler: ChunkAssembler) -> list[TextDelta]:
