@@ -10,17 +10,19 @@ is dropped when the turn no longer wants it.
 from __future__ import annotations
 
 import asyncio
+import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from tests.calls.call_kit import CallWorld, cue, gateway_for, script_of, settled
-from tests.llm.chat_server import ChatServer, Reply, chunk, sse, text_chunks
+from tests.llm.chat_server import ChatServer, Reply, call_start, chunk, sse, text_chunks
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.engine.loop.model_step import MAX_ANSWER_CHARS
-from voicegate.retry import NO_RETRY
+from voicegate.retry import NO_RETRY, RetryPolicy
 from voicegate.speech.fakes import ToneTextToSpeech
 
 BALANCE = "synth/festival/balance_8k.wav"
@@ -32,10 +34,12 @@ ANSWER = "Your balance is 42 dollars."
 DEADLINE_S = 30.0
 
 
-def model_at(server: ChatServer, read_timeout_s: float = 30.0) -> LLMFactory:
+def model_at(
+    server: ChatServer, read_timeout_s: float = 30.0, retry: RetryPolicy = NO_RETRY
+) -> LLMFactory:
     """The gateway's model: the OpenAI-compatible client on the local server."""
     settings = ChatModelSettings("m", server.base_url, "", read_timeout_s=read_timeout_s)
-    return lambda call_id: OpenAIChatLLM(settings, retry=NO_RETRY)
+    return lambda call_id: OpenAIChatLLM(settings, retry=retry)
 
 
 def answer() -> Reply:
@@ -151,3 +155,52 @@ async def test_a_model_that_keeps_answering_nothing_gets_the_caller_an_apology(
     heard = named(records, "heard", turn_id="t1")[0]["text"]
     assert heard == "Sorry, I could not get that. Could you say it again?"
     assert len(server.requests) == 2  # asked once more, then given up
+
+
+#: A failing model answer, and what the turn's logged reason says about it.
+FAILURES = {
+    "HTTP 401": Reply(json.dumps({"error": {"message": "bad key"}}).encode(), 401),
+    "HTTP 503": Reply(b"overloaded", 503, "text/plain", headers={"Retry-After": "86400"}),
+    "chat/completions failed": Reply(sse(text_chunks("Your bal", 4), done=False), abort=True),
+    "ended early": Reply(b"<html><h1>Welcome to nginx!</h1></html>\n", content_type="text/html"),
+    "not valid JSON": Reply(
+        sse([call_start(0, "c1", "check_balance", '{"account'), chunk({}, "tool_calls")])
+    ),
+    "HTTP 307": Reply(b"", 307, "text/plain", headers={"Location": "http://127.0.0.1:9/"}),
+}
+
+
+async def test_each_failing_answer_ends_its_own_turn_with_its_reason_and_an_apology(
+    tmp_path: Path,
+) -> None:
+    # One endpoint per failure and one call on each, all at once on one gateway.
+    async with AsyncExitStack() as stack:
+        servers = [
+            await stack.enter_async_context(ChatServer(lambda body, r=reply: r))
+            for reply in FAILURES.values()
+        ]
+        # The shipped retry policy: a Retry-After past its budget fails at once.
+        models = iter([model_at(server, retry=RetryPolicy()) for server in servers])
+        world = await stack.enter_async_context(
+            gateway_for(tmp_path, ["check my balance"], llm=lambda call_id: next(models)(call_id))
+        )
+        sids = [f"CA{index:032x}" for index in range(len(servers))]
+        calls = [
+            world.call(
+                TwilioCaller(script_of(cue(BALANCE, at_ms=300), tail_ms=6000), call_sid=sid),
+                speed=2.0,
+                max_ms=30_000,
+            )
+            for sid in sids
+        ]
+        assert await asyncio.gather(*calls) == [1000] * len(sids)
+        records = [await timeline(world, sid) for sid in sids]
+    reasons = []
+    for record in records:
+        (ended,) = named(record, "turn_ended", turn_id="t1")
+        assert ended["reason"] == "error"
+        reasons.append(next(key for key in FAILURES if key in ended["detail"]))
+        heard = named(record, "heard", turn_id="t1")[0]["text"]
+        assert heard == "Sorry, I could not get that. Could you say it again?"
+    assert sorted(reasons) == sorted(FAILURES)
+    assert all(len(server.requests) == 1 for server in servers)  # 503: Retry-After too long
