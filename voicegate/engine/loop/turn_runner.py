@@ -94,9 +94,9 @@ async def _loop(turn: Turn) -> str | None:
         prompt = build_prompt(turn, offer, first_call=turn.model_calls == 0)
         turn.model_calls += 1
         messages = [prompt, *earlier, *this_turn]
-        reply = await ask_model(
-            session.llm, messages, _tools(turn, offer), turn.channel, fresh=not this_turn
-        )
+        tools = _tools(turn, offer)
+        turn.offered = tuple(spec.name for spec in tools)
+        reply = await ask_model(session.llm, messages, tools, turn.channel, fresh=not this_turn)
         this_turn.append(reply)
         if not reply.tool_calls:
             await model_answered(turn)
