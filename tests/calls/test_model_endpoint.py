@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from voicegate.engine.llm.openai_chat import OpenAIChatLLM
 from voicegate.engine.llm.port import LLMFactory
 from voicegate.engine.llm.selection import ChatModelSettings
 from voicegate.engine.loop.model_step import MAX_ANSWER_CHARS
+from voicegate.gateway.dialogue import ThreadedEngine
 from voicegate.retry import NO_RETRY, RetryPolicy
 from voicegate.speech.fakes import ToneTextToSpeech
 
@@ -57,6 +59,17 @@ async def timeline(world: CallWorld, call_sid: str = CALL_SID) -> list[dict[str,
     kept = world.runner.timeline(call_sid)
     assert kept is not None
     return list(kept.records)
+
+
+async def dialogue_tasks(world: CallWorld) -> int:
+    """Tasks still on the dialogue plane (model requests, turns, call lines)."""
+    engine = world.runner.services.engine
+    assert isinstance(engine, ThreadedEngine)
+
+    async def count() -> int:
+        return len(asyncio.all_tasks()) - 1  # not this one
+
+    return await engine.plane.run(count())
 
 
 def named(records: list[dict[str, Any]], event: str, **match: Any) -> list[dict[str, Any]]:
@@ -108,6 +121,7 @@ async def test_a_stream_of_keep_alives_ends_in_an_apology_and_other_calls_go_on(
         assert await stuck_call == 1000
         await asyncio.wait_for(server.disconnected.wait(), DEADLINE_S)
         records, others = await timeline(world), await timeline(world, OTHER_SID)
+        assert await dialogue_tasks(world) == 0
     (ended,) = named(records, "turn_ended", turn_id="t1")
     assert ended["reason"] == "error"
     assert "timed out" in ended["detail"]
@@ -184,6 +198,7 @@ async def test_each_failing_answer_ends_its_own_turn_with_its_reason_and_an_apol
         world = await stack.enter_async_context(
             gateway_for(tmp_path, ["check my balance"], llm=lambda call_id: next(models)(call_id))
         )
+        threads = threading.active_count()
         sids = [f"CA{index:032x}" for index in range(len(servers))]
         calls = [
             world.call(
@@ -195,6 +210,9 @@ async def test_each_failing_answer_ends_its_own_turn_with_its_reason_and_an_apol
         ]
         assert await asyncio.gather(*calls) == [1000] * len(sids)
         records = [await timeline(world, sid) for sid in sids]
+        # Nothing of the six calls is left running: no task on the dialogue plane, no thread.
+        assert await dialogue_tasks(world) == 0
+        assert threading.active_count() == threads
     reasons = []
     for record in records:
         (ended,) = named(record, "turn_ended", turn_id="t1")
