@@ -39,8 +39,9 @@ async def ask_model(
     *,
     fresh: bool,
 ) -> AssistantMessage:
-    """:func:`model_step`, asked again when it answers nothing to a ``fresh`` turn (one that
-    has neither spoken nor run a tool); LLMError when it keeps answering nothing."""
+    """:func:`model_step`, asked again when it answers nothing and the turn has nothing else
+    to show: ``fresh`` (no model step before this one) and nothing said; LLMError when it
+    keeps answering nothing."""
     for attempt in range(EMPTY_RETRIES + 1):
         reply = await model_step(llm, messages, tools, channel)
         if reply.text or reply.tool_calls or not fresh or channel.spoke:
