@@ -17,6 +17,7 @@ from voicegate.callers.driver import drive
 from voicegate.callers.script import CallerScript, Cue
 from voicegate.callers.twilio import TwilioCaller
 from voicegate.clock.virtual import virtual_loop
+from voicegate.engine.llm.port import LLMFactory
 from voicegate.engine.llm.script import load_script
 from voicegate.engine.llm.scripted import ScriptedLLM
 from voicegate.engine.loop.engine import ProjectEngine
@@ -99,8 +100,10 @@ async def gateway_for(
     turns: TurnFactory | None = None,
     limits: Limits = FAST_REPLAY_LIMITS,
     options: GatewayOptions | None = None,
+    llm: LLMFactory | None = None,
 ) -> AsyncIterator[CallWorld]:
-    """A real gateway on a free loopback port running ``project`` with a scripted model.
+    """A real gateway on a free loopback port running ``project`` with a scripted model
+    (or the model ``llm`` makes).
 
     On a virtual-time loop (clock/virtual.py) the engine and its tools run inline on it and
     the gateway listens on a Unix socket, as virtual-time replays run (docs/replay.md).
@@ -113,7 +116,10 @@ async def gateway_for(
     # Tools on their own loop thread, as `voicegate serve` runs them (issue 12).
     tool_loops = None if virtual else ToolLoops()
     engine = ProjectEngine(
-        load_project(copy), lambda call_id: ScriptedLLM(script), store, tool_loops=tool_loops
+        load_project(copy),
+        llm or (lambda call_id: ScriptedLLM(script)),
+        store,
+        tool_loops=tool_loops,
     )
     # The engine on its own dialogue plane, as `voicegate serve` runs it (issue 12).
     plane = None if virtual else DialoguePlane()

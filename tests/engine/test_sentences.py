@@ -45,3 +45,36 @@ def test_any_chunking_gives_the_same_sentences(parts: list[str], data: st.DataOb
     deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     assert split_all(deltas) == split_all([text])
     assert " ".join(split_all([text])).split() == text.split()
+
+
+def test_text_that_never_ends_a_sentence_is_spoken_in_bounded_pieces_as_it_streams() -> None:
+    splitter = SentenceSplitter(max_chars=20)
+    words = [f"word{n}" for n in range(12)]
+    said = [piece for word in words for piece in splitter.feed(word + " ")]
+    assert said  # before the stream ended
+    rest = splitter.flush()
+    assert all(len(piece) <= 20 for piece in [*said, *rest])
+    assert " ".join([*said, *rest]).split() == words
+    assert SentenceSplitter(max_chars=5).feed("x" * 12) == ["xxxxx", "xxxxx"]  # no space: cut
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from(["Hi", " ", ".", "!", "\n", "word", "Dr.", "x" * 9]), max_size=40),
+    st.data(),
+)
+def test_long_sentences_are_cut_the_same_however_the_text_streams(
+    parts: list[str], data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+    def split(pieces: list[str]) -> list[str]:
+        splitter = SentenceSplitter(max_chars=12)
+        return [s for piece in pieces for s in splitter.feed(piece)] + splitter.flush()
+
+    whole = split([text])
+    assert split(deltas) == whole
+    assert all(0 < len(sentence) <= 12 for sentence in whole)
+    assert "".join("".join(whole).split()) == "".join(text.split())  # nothing lost

@@ -74,6 +74,9 @@ class Reply:
     endless: bool = False  # after the body, stream text chunks until the client goes away
     delay_headers: bool = False  # hold the response back until the server closes
     abort: bool = False  # after the body, drop the connection instead of ending the response
+    think_s: float = 0.0  # seconds before the headers (a slow first token), unless dropped
+    hold: bool = False  # after the body, keep the response open until the client goes away
+    filler: bytes = b""  # what an endless reply repeats (default: a text chunk "and ")
     headers: Mapping[str, str] = field(default_factory=dict)  # e.g. Retry-After
 
 
@@ -93,6 +96,7 @@ class ChatServer:
     answer: Callable[[dict[str, Any]], Reply]
     requests: list[Recorded] = field(default_factory=list)
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    requested: asyncio.Event = field(default_factory=asyncio.Event)  # a request came in
     completed: int = 0  # responses written to their end
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
@@ -132,9 +136,13 @@ class ChatServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(Recorded(dict(request.headers), body, request.path))
+        self.requested.set()
         reply = self.answer(body)
         if reply.delay_headers:
             await self._closing.wait()
+        if reply.think_s and await self._dropped(request, reply.think_s):
+            self.disconnected.set()
+            return web.Response()
         response = web.StreamResponse(status=reply.status, headers=dict(reply.headers))
         response.content_type = reply.content_type
         await response.prepare(request)
@@ -142,6 +150,9 @@ class ChatServer:
             await self._write(response, reply)
             if reply.abort and request.transport is not None:
                 request.transport.close()
+                return response
+            if reply.hold and await self._dropped(request, float("inf")):
+                self.disconnected.set()
                 return response
             await response.write_eof()
         except ConnectionResetError:  # the client went away mid-response
@@ -158,6 +169,20 @@ class ChatServer:
         for start in range(0, len(reply.body), size):
             await response.write(reply.body[start : start + size])
             await asyncio.sleep(reply.pause)
+        filler = reply.filler or sse([chunk({"content": "and "})], done=False)
         while reply.endless and not self._closing.is_set():
-            await response.write(sse([chunk({"content": "and "})], done=False))
+            await response.write(filler)
             await asyncio.sleep(reply.pause or 0.01)
+
+    async def _dropped(self, request: web.Request, seconds: float) -> bool:
+        """Wait up to ``seconds`` (or until the server closes); whether the client went away.
+
+        aiohttp does not cancel a handler when its client leaves, so the socket is looked at.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        while loop.time() < until and not self._closing.is_set():
+            if request.transport is None or request.transport.is_closing():
+                return True
+            await asyncio.sleep(0.02)
+        return False

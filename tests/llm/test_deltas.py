@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.llm.chat_server import call_arguments, call_start, chunk
 from voicegate.engine.llm.openai_chat.deltas import ChunkAssembler
 from voicegate.engine.llm.port import TextDelta, ToolCall
+from voicegate.errors import LLMError
 
 
 def assemble(payloads: list[str]) -> tuple[list[TextDelta], tuple[ToolCall, ...]]:
@@ -95,3 +97,16 @@ def test_data_after_done_is_ignored() -> None:
     )
     assert texts == [TextDelta("Hi.")]
     assert calls == ()
+
+
+def test_arguments_sent_as_an_object_rather_than_its_text_are_taken() -> None:
+    # Some OpenAI-compatible gateways put the arguments object itself in the delta.
+    piece = {"index": 0, "id": "c1", "function": {"name": "tool", "arguments": {"n": 2}}}
+    _, calls = assemble([chunk({"tool_calls": [piece]}), chunk({}, "tool_calls")])
+    assert calls == (ToolCall("c1", "tool", {"n": 2}),)
+
+
+def test_arguments_sent_as_a_list_are_refused() -> None:
+    piece = {"index": 0, "id": "c1", "function": {"name": "tool", "arguments": [1, 2]}}
+    with pytest.raises(LLMError, match="not a JSON object"):
+        assemble([chunk({"tool_calls": [piece]}), chunk({}, "tool_calls")])

@@ -143,3 +143,33 @@ async def test_a_turn_cancelled_mid_stream_drops_the_models_connection(tmp_path:
         await engine.close("c1")
     assert said == ["Let me see."]
     assert server.completed == 0
+
+
+async def test_an_empty_answer_is_asked_again(tmp_path: Path) -> None:
+    empty = Reply(sse([chunk({"role": "assistant", "content": ""}), chunk({}, "stop")]))
+    spoken = Reply(sse([*text_chunks("Hello, how can I help?", 4), chunk({}, "stop")]))
+    async with ChatServer.replying(empty, spoken) as server:
+        engine = await engine_on(tmp_path, server)
+        async with engine.turn("c1", Transcript("hello")) as stream:
+            events = [event async for event in stream]
+        await engine.close("c1")
+    assert [e.text for e in events if isinstance(e, Say)] == ["Hello, how can I help?"]
+    assert events[-1] == TurnEnded(events[-1].turn_id, "completed")
+    assert len(server.requests) == 2
+
+
+async def test_a_call_of_an_unknown_tool_tells_the_model_what_it_was_offered(
+    tmp_path: Path,
+) -> None:
+    unknown = Reply(sse([call_start(0, "call_x", "transfer_funds", "{}"), chunk({}, "tool_calls")]))
+    spoken = Reply(sse([*text_chunks("Sorry, I cannot do that.", 5), chunk({}, "stop")]))
+    async with ChatServer.replying(unknown, spoken) as server:
+        engine = await engine_on(tmp_path, server)
+        async with engine.turn("c1", Transcript("move my money")) as stream:
+            [event async for event in stream]
+        await engine.close("c1")
+    offered = [tool["function"]["name"] for tool in server.requests[0].body["tools"]]
+    (result,) = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    error = json.loads(result["content"])["error"]
+    assert error == f"there is no tool 'transfer_funds' (offered: {', '.join(offered)})"
+    assert "activate" in offered

@@ -69,8 +69,9 @@ class ChatModelSettings:
     """How to reach one model on an OpenAI-compatible Chat Completions endpoint.
 
     ``api_key_env`` is the NAME of the environment variable holding the key ("" for none).
-    ``read_timeout_s`` bounds the wait for the response headers and for each stream chunk
-    after them, so a long answer that keeps streaming is never cut. ``options`` are extra
+    ``read_timeout_s`` bounds the wait for the response headers and then for each piece of
+    new text or tool call, so a long answer that keeps streaming is never cut, and a stream of
+    keep-alives alone times out. ``options`` are extra
     request-body fields (``temperature``, ``max_tokens``, ...).
     """
 

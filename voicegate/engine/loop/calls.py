@@ -31,7 +31,6 @@ from voicegate.engine.loop.toolbox import (
     callable_tool,
     constraint,
     containers,
-    offered_tools,
     skill_tool,
 )
 from voicegate.engine.loop.turn import Turn
@@ -93,9 +92,9 @@ async def _refuse(turn: Turn, call: ToolCall, reason: str) -> ToolResultMessage:
 
 
 def _unknown(turn: Turn, name: str) -> str:
-    frame = turn.dialogue.active
-    offered = offered_tools(turn.session, frame.skill_id if frame else None)
-    listed = ", ".join(tool.name for tool in offered) or "none"
+    # The tools the model was offered, framework tools included: naming only the skill's
+    # would tell a model that was offered ``activate`` that it has no tools at all.
+    listed = ", ".join(turn.offered) or "none"
     return f"there is no tool {name!r} (offered: {listed})"
 
 

@@ -3,6 +3,11 @@
 Design §4: ``Say`` is streamed as soon as a sentence is ready. A sentence ends at ``.``, ``!``,
 ``?`` or ``…`` followed by white space, or at a line break; a few common abbreviations
 ("Dr.", "e.g.") do not end one, and neither does a decimal point (no space follows it).
+
+A "sentence" is also cut at a space once it passes :data:`MAX_SENTENCE_CHARS`: text without
+punctuation (a list, a model that never ends its sentence) would otherwise be synthesised in
+one piece only once the whole answer is in, which the caller hears as silence, and which a
+speech service may refuse (OpenAI's speech endpoint takes 4096 characters at most).
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ _BOUNDARY = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
 _ABBREVIATIONS = frozenset({"mr.", "mrs.", "ms.", "dr.", "st.", "vs.", "etc.", "e.g.", "i.e."})
 
 
+#: The longest piece of text spoken as one sentence (about half a minute of speech).
+MAX_SENTENCE_CHARS = 400
+
+
 class SentenceSplitter:
     """Feed text deltas, get back the sentences they complete."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = MAX_SENTENCE_CHARS) -> None:
         self._buffer = ""
+        self._max = max_chars
 
     def feed(self, delta: str) -> list[str]:
         """Add a delta; return every sentence it completed."""
@@ -28,16 +38,35 @@ class SentenceSplitter:
             candidate = self._buffer[start : boundary.end()].strip()
             if _ends_with_abbreviation(candidate):
                 continue
-            if candidate:
-                sentences.append(candidate)
+            sentences.extend(self._pieces(candidate))
             start = boundary.end()
-        self._buffer = self._buffer[start:]
+        # What is left starts the next sentence (leading space is no part of it).
+        rest = self._buffer[start:].lstrip()
+        while len(rest) > self._max:  # no end in sight: speak it in pieces
+            piece, rest = self._cut(rest)
+            sentences.append(piece)
+        self._buffer = rest
         return sentences
 
     def flush(self) -> list[str]:
         """The text left when the stream ends."""
         rest, self._buffer = self._buffer.strip(), ""
-        return [rest] if rest else []
+        return self._pieces(rest)
+
+    def _pieces(self, sentence: str) -> list[str]:
+        """A sentence, cut as :meth:`feed` cuts text that has not ended yet."""
+        pieces = []
+        while len(sentence) > self._max:
+            piece, sentence = self._cut(sentence)
+            pieces.append(piece)
+        return [*pieces, sentence] if sentence else pieces
+
+    def _cut(self, text: str) -> tuple[str, str]:
+        """The first piece of a too-long text (up to its last space within the bound, if
+        that is past half of it), and the rest."""
+        space = text.rfind(" ", self._max // 2, self._max + 1)
+        at = space if space > 0 else self._max
+        return text[:at].rstrip(), text[at:].lstrip()
 
 
 def _ends_with_abbreviation(sentence: str) -> bool:

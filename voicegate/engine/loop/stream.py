@@ -40,6 +40,9 @@ class TurnChannel:
         self._cancelled = False
         self._ending = False
         self._consumer: asyncio.Task[object] | None = None
+        #: Whether the turn has queued speech (a model that then answers nothing is not
+        #: leaving the caller in silence).
+        self.spoke = False
 
     @property
     def is_cancelled(self) -> bool:
@@ -56,6 +59,7 @@ class TurnChannel:
         """Queue text to speak; dropped once the turn is cancelled (design §4 point 2)."""
         if not self.is_cancelled and not self._ending:
             self.queue.put_nowait(Say(self.turn_id, text, source))
+            self.spoke = True
 
     def offer_buttons(self, buttons: tuple[Button, ...]) -> None:
         """Queue buttons for the response being delivered; dropped once cancelled."""

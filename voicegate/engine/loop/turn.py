@@ -18,7 +18,9 @@ class Turn:
 
     ``searched`` is set once ``search_knowledge`` ran (the tool list collapses, contract §7.3);
     ``said`` holds the verbatim responses delivered so far; ``wait`` is set by anything that
-    ends the turn waiting for the user (contract §7.6); ``model_calls`` counts model steps.
+    ends the turn waiting for the user (contract §7.6); ``model_calls`` counts model steps;
+    ``offered`` names the tools of the latest model request (a call of any other is refused
+    with this list, so the model reads what it may call).
     """
 
     session: Session
@@ -27,6 +29,7 @@ class Turn:
     said: list[str] = field(default_factory=list)
     wait: bool = False
     model_calls: int = 0
+    offered: tuple[str, ...] = ()
 
     @property
     def turn_id(self) -> str:

@@ -34,7 +34,7 @@ from voicegate.engine.loop.calls import call_tool, owner_of
 from voicegate.engine.loop.flows import SESSION_START, skill_flows
 from voicegate.engine.loop.framework import is_framework_tool, run_framework_call
 from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
-from voicegate.engine.loop.model_step import model_step
+from voicegate.engine.loop.model_step import ask_model
 from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
 from voicegate.engine.loop.skills import activate_skill
@@ -94,7 +94,9 @@ async def _loop(turn: Turn) -> str | None:
         prompt = build_prompt(turn, offer, first_call=turn.model_calls == 0)
         turn.model_calls += 1
         messages = [prompt, *earlier, *this_turn]
-        reply = await model_step(session.llm, messages, _tools(turn, offer), turn.channel)
+        tools = _tools(turn, offer)
+        turn.offered = tuple(spec.name for spec in tools)
+        reply = await ask_model(session.llm, messages, tools, turn.channel, fresh=not this_turn)
         this_turn.append(reply)
         if not reply.tool_calls:
             await model_answered(turn)

@@ -21,6 +21,11 @@ from voicegate.engine.llm.port import TextDelta, ToolCall
 from voicegate.errors import LLMError
 
 DONE = "[DONE]"
+#: Bounds on one answer's tool calls (names and arguments, all calls together, in characters;
+#: and how many): a voice agent's calls are small, and a stream that keeps adding to them
+#: would otherwise hold ever more memory and make the turn run a call per piece.
+MAX_TOOL_CHARS = 1 << 20
+MAX_TOOL_CALLS = 64
 
 
 @dataclass(slots=True)
@@ -37,6 +42,9 @@ class ChunkAssembler:
         self._calls: dict[int, _PartialCall] = {}
         self.finish_reason: str | None = None
         self.done = False
+        #: Characters of text, tool names and arguments so far: what counts as progress.
+        self.received = 0
+        self._tool_chars = 0
 
     def feed(self, data: str) -> list[TextDelta]:
         """Take one event's data; return the text it carries."""
@@ -49,6 +57,7 @@ class ChunkAssembler:
             content = delta.get("content")
             if isinstance(content, str) and content:
                 texts.append(TextDelta(content))
+                self.received += len(content)
             for piece in delta.get("tool_calls") or ():
                 self._add_piece(_mapping(piece, "a 'tool_calls' item"))
             if choice.get("finish_reason"):
@@ -69,16 +78,33 @@ class ChunkAssembler:
         return tuple(_complete(partial, index) for index, partial in sorted(self._calls.items()))
 
     def _add_piece(self, piece: dict[str, Any]) -> None:
-        partial = self._calls.setdefault(self._index_of(piece), _PartialCall())
+        index = self._index_of(piece)
+        if index not in self._calls and len(self._calls) >= MAX_TOOL_CALLS:
+            raise LLMError(f"the model asked for more than {MAX_TOOL_CALLS} tool calls at once")
+        partial = self._calls.setdefault(index, _PartialCall())
         function = _mapping(piece.get("function") or {}, "a tool call's 'function'")
         if piece.get("id"):
             partial.call_id = str(piece["id"])
         if function.get("name"):
             # the name arrives whole in the first piece; repeated, it is not a fragment
             partial.name = partial.name or str(function["name"])
+            self._count(len(partial.name))
         arguments = function.get("arguments")
-        if isinstance(arguments, str):
+        if arguments is not None and not isinstance(arguments, str):
+            # Some gateways send the arguments as a JSON value, not as its text: taken as the
+            # text it stands for (anything but an object is then refused, as text would be).
+            arguments = json.dumps(arguments)
+        if arguments is not None:
             partial.arguments.append(arguments)
+            self._count(len(arguments))
+
+    def _count(self, chars: int) -> None:
+        self.received += chars
+        self._tool_chars += chars
+        if self._tool_chars > MAX_TOOL_CHARS:
+            raise LLMError(
+                f"the model's tool calls passed {MAX_TOOL_CHARS} characters of names and arguments"
+            )
 
     def _index_of(self, piece: dict[str, Any]) -> int:
         index = piece.get("index")

@@ -15,6 +15,9 @@ from voicegate.errors import LLMError
 
 #: A line longer than this (no line break in 1 MiB) is not an event stream.
 MAX_LINE_BYTES = 1 << 20
+#: Nor is an event whose ``data`` lines add up to more than this: a stream of ``data:`` lines
+#: that never ends its event would otherwise grow without bound while the bytes keep flowing.
+MAX_EVENT_BYTES = 1 << 20
 
 
 class SseParser:
@@ -23,6 +26,7 @@ class SseParser:
     def __init__(self) -> None:
         self._partial = b""
         self._data: list[str] = []
+        self._data_bytes = 0
 
     def feed(self, chunk: bytes) -> list[str]:
         """Add body bytes; return the data payloads of the events they completed."""
@@ -55,8 +59,11 @@ class SseParser:
         name, _, value = line.partition(":")
         if name == "data":
             self._data.append(value.removeprefix(" "))
+            self._data_bytes += len(raw)
+            if self._data_bytes > MAX_EVENT_BYTES:
+                raise LLMError(f"the event stream has an event longer than {MAX_EVENT_BYTES} bytes")
         return None
 
     def _dispatch(self) -> str:
-        data, self._data = "\n".join(self._data), []
+        data, self._data, self._data_bytes = "\n".join(self._data), [], 0
         return data
