@@ -44,4 +44,3 @@ def test_every_quiet_utterance_is_detected_near_its_onset() -> None:
     # Measured with the 600 ms pre-roll: 1-284 ms (goodbye, whose /g/ is faint), median 47.
     assert float(np.median(late)) <= 100
     assert max(late) <= 400
-
