@@ -248,16 +248,17 @@ async def probe_condition(
     quiet: int,
 ) -> dict[str, Any]:
     """Every call of one condition, concurrently within the probe's limit."""
-    jobs: list[Awaitable[dict[str, Any]]] = [end_of_speech(probe, condition, r) for r in eos]
+    # The quiet-caller calls are the longest (the bot's whole answer): placed first.
+    jobs: list[Awaitable[dict[str, Any]]] = [silent(probe, condition, opener) for _ in range(quiet)]
+    jobs += [end_of_speech(probe, condition, r) for r in eos]
     jobs += [barge_in(probe, condition, opener, r) for r in barge]
-    jobs += [silent(probe, condition, opener) for _ in range(quiet)]
     results = await asyncio.gather(*jobs)
     out = summary(
-        list(results[: len(eos)]),
-        list(results[len(eos) : len(eos) + len(barge)]),
-        list(results[len(eos) + len(barge) :]),
+        list(results[quiet : quiet + len(eos)]),
+        list(results[quiet + len(eos) :]),
+        list(results[:quiet]),
     )
-    out["per_file_ms"] = {r.name: res["ms"] for r, res in zip(eos, results, strict=False)}
+    out["per_file_ms"] = {r.name: res["ms"] for r, res in zip(eos, results[quiet:], strict=False)}
     return out
 
 
