@@ -196,7 +196,16 @@ async def barge_in(
     onset = caller.bot_started_ms[0] + 1200 + rec.onset_ms
     clear = next((t for t in caller.clears if t >= onset - 500), None)
     early = [t for t in caller.clears if t < onset - 500]
-    return {"clear_ms": None if clear is None else clear - onset, "early_clears": len(early)}
+    # A provider that can pause (Asterisk) is paused at detection and flushed only at
+    # confirmation: the audible stop is the figure to compare across dialects.
+    playing = playing_frames(caller)
+    frames = range(onset // 20, len(playing))
+    stop = next((i * 20 for i in frames if not playing[i]), None)
+    return {
+        "clear_ms": None if clear is None else clear - onset,
+        "stop_ms": None if stop is None else stop - onset,
+        "early_clears": len(early),
+    }
 
 
 async def silent(probe: Probe, condition: Condition, opener: Labelled) -> dict[str, Any]:
@@ -226,6 +235,9 @@ def summary(
         "barge_ins": len(barge),
         "missed_barge_ins": sum(1 for r in barge if r.get("clear_ms") is None),
         "ms_onset_to_clear_p50": percentile(flushes, 0.5),
+        "ms_onset_to_audible_stop_p50": percentile(
+            [r["stop_ms"] for r in barge if r.get("stop_ms") is not None], 0.5
+        ),
         "flushes_before_onset": sum(r.get("early_clears", 0) for r in barge),
         "false_barge_ins_quiet_caller": sum(r["clears"] for r in quiet),
         "quiet_calls": len(quiet),
