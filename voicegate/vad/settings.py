@@ -31,7 +31,7 @@ class VadSettings:
     onset (worst 49 ms, median 12 ms) and the noise recordings give none. That still held
     with any one of these changed to: speech_threshold 0.4-0.7, start_ms 20-100,
     stop_ms 300-600, onset_lookback_ms >= 180, noise_floor_window_ms 200-5000,
-    energy_rise_db 6-10, maybe_threshold 0.1-0.2, silero_preroll_ms 0-600. Outside them it
+    energy_rise_db 6-10, maybe_threshold 0.1-0.2, silero_preroll_ms 0-200 or 600. Outside them it
     breaks: maybe_threshold 0.3 dates the 16 kHz /s/ of Side_Right late, a 15 dB rise the
     8 kHz /s/ of Side_Left, and webrtcvad modes 1 and 3 fail as said below.
     """
