@@ -196,8 +196,7 @@ class Bench:
         answered: bool = False,
     ) -> tuple[TwilioCaller, list[dict[str, Any]]]:
         """Run one call; the caller and the gateway's timeline."""
-        self._calls += 1
-        sid = f"CA{self._calls:032d}"
+        sid = f"CA{self.next_id():032d}"
         kwargs: dict[str, Any] = {}
         if echo is not None:
             from voicegate.callers.echo import EchoPath
@@ -205,12 +204,24 @@ class Bench:
             kwargs["echo"] = EchoPath(RATE, delay_ms=echo[0], gain_db=echo[1])
         script = CallerScript(cues, RATE, tail_ms=tail_ms)
         caller = (AnswerCaller if answered else TwilioCaller)(script, call_sid=sid, **kwargs)
-        await drive(self._url, caller, speed=self._speed, max_ms=max_ms)
+        return caller, await self.place(caller, max_ms=max_ms)
+
+    def next_id(self) -> int:
+        """A number no earlier call of this bench used (for call ids)."""
+        self._calls += 1
+        return self._calls
+
+    async def place(
+        self, caller: Any, *, route: str = "twilio", max_ms: int = 15000
+    ) -> list[dict[str, Any]]:
+        """Run one call of any emulated caller on ``route``; the gateway's timeline of it."""
+        url = self._url.removesuffix("/twilio") + "/" + route
+        await drive(url, caller, speed=self._speed, max_ms=max_ms)
         for _ in range(200):  # the session keeps its timeline once it has finished
-            if (timeline := self._runner.timeline(sid)) is not None:
-                return caller, list(timeline.records)
+            if (timeline := self._runner.timeline(caller.call_id)) is not None:
+                return list(timeline.records)
             await asyncio.sleep(0.05)
-        return caller, []
+        return []
 
 
 @asynccontextmanager

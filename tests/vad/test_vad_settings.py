@@ -63,7 +63,7 @@ def test_lookback_must_hold_the_start_duration() -> None:
 def test_durations_need_not_be_whole_frames() -> None:
     settings = VadSettings(frame_ms=30)
     assert frames_for(settings.stop_ms, settings.frame_ms) == 17
-    assert frames_for(settings.silero_preroll_ms, 30) == 4
+    assert frames_for(100, 30) == 4  # a 100 ms pre-roll: 3.3 frames, rounded up
     assert frames_for(0, 30) == 0
 
 

@@ -31,7 +31,7 @@ class VadSettings:
     onset (worst 49 ms, median 12 ms) and the noise recordings give none. That still held
     with any one of these changed to: speech_threshold 0.4-0.7, start_ms 20-100,
     stop_ms 300-600, onset_lookback_ms >= 180, noise_floor_window_ms 200-5000,
-    energy_rise_db 6-10, maybe_threshold 0.1-0.2, silero_preroll_ms 0-200. Outside them it
+    energy_rise_db 6-10, maybe_threshold 0.1-0.2, silero_preroll_ms 0-200 or 600. Outside them it
     breaks: maybe_threshold 0.3 dates the 16 kHz /s/ of Side_Right late, a 15 dB rise the
     8 kHz /s/ of Side_Left, and webrtcvad modes 1 and 3 fail as said below.
     """
@@ -54,8 +54,11 @@ class VadSettings:
     #: Audio kept while the gate is closed, replayed into Silero when it opens, so the model
     #: always sees contiguous audio: the gap itself if it was short, else a fresh start on
     #: this much context (measured: fewer false starts and faster detection than either
-    #: running Silero on every frame or skipping the closed-gate audio).
-    silero_preroll_ms: int = 100
+    #: running Silero on every frame or skipping the closed-gate audio). 600, not 100:
+    #: Silero's state needs ~0.5 s of input before it scores quiet speech as speech, and
+    #: with 100 ms a quiet talker (peaks at -45 dBFS, μ-law) was missed on 7 of the 20
+    #: telephone recordings (tests/vad/test_quiet_talker.py, bench/line_conditions.py).
+    silero_preroll_ms: int = 600
     #: How long (ms) the gateway gathers calls' Silero windows into one inference (issue 12);
     #: a speech onset is detected at most this much later. 0: the next turn of the event loop.
     silero_batch_ms: int = 0
