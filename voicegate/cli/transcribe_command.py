@@ -89,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"voicegate transcribe: note: {args.file}: no speech found", file=sys.stderr)
         print()
         return 0
-    with one_blas_thread():
-        print(decode_spans(load_whisper(args.model), wide, spans))
+    print(decode_spans(load_whisper(args.model), wide, spans))
     return 0
 
 
@@ -98,15 +97,13 @@ def transcribe_recording(samples: Samples, sample_rate: int, model: str = BUNDLE
     """What the embedded recogniser makes of the speech in a recording ("": none found)."""
     wide = convert(samples, sample_rate, WHISPER_RATE)
     spans = speech_spans(wide, WHISPER_RATE)
-    if not spans:
-        return ""
-    with one_blas_thread():
-        return decode_spans(load_whisper(model), wide, spans)
+    return decode_spans(load_whisper(model), wide, spans) if spans else ""
 
 
 def decode_spans(recognizer: WhisperRecognizer, wide: Samples, spans: list[tuple[int, int]]) -> str:
-    """The text of each span of 16 kHz ``wide``, joined: ``workers`` decodes at once, in order."""
-    with ThreadPoolExecutor(recognizer.workers) as pool:
+    """The text of each span of 16 kHz ``wide``, joined: ``workers`` decodes at once, in order
+    (numpy's BLAS on one thread meanwhile, as in the gateway: cli/engines.py)."""
+    with one_blas_thread(), ThreadPoolExecutor(recognizer.workers) as pool:
         texts = pool.map(
             lambda span: recognizer.transcribe(wide[slice(*span)], WHISPER_RATE), spans
         )

@@ -42,10 +42,7 @@ def level_db(samples: Samples) -> float:
     if not len(samples):
         return SILENT_DB
     values = samples.astype(_FLOAT32)  # a float32 dot: a few µs per 20 ms frame
-    mean_square = float(np.dot(values, values)) / len(values)
-    if mean_square <= 0.0:
-        return SILENT_DB
-    return max(SILENT_DB, 10.0 * math.log10(mean_square / 32768.0**2))
+    return _dbfs(float(np.dot(values, values)) / len(values))
 
 
 def levels_db(samples: Samples, frame: int) -> list[float]:
@@ -53,13 +50,17 @@ def levels_db(samples: Samples, frame: int) -> list[float]:
     whole = len(samples) // frame * frame
     pieces = samples[:whole].astype(_FLOAT32).reshape(-1, frame)
     mean_squares = np.einsum("ij,ij->i", pieces, pieces) / frame
-    levels = [
-        max(SILENT_DB, 10.0 * math.log10(square / 32768.0**2)) if square > 0.0 else SILENT_DB
-        for square in mean_squares.tolist()
-    ]
+    levels = [_dbfs(square) for square in mean_squares.tolist()]
     if whole < len(samples):
         levels.append(level_db(samples[whole:]))
     return levels
+
+
+def _dbfs(mean_square: float) -> float:
+    """A PCM16 mean square in dBFS (``SILENT_DB`` for digital silence)."""
+    if mean_square <= 0.0:
+        return SILENT_DB
+    return max(SILENT_DB, 10.0 * math.log10(mean_square / 32768.0**2))
 
 
 class EchoReference:

@@ -71,8 +71,8 @@ class ChatModelSettings:
     ``api_key_env`` is the NAME of the environment variable holding the key ("" for none).
     ``read_timeout_s`` bounds the wait for the response headers and then for each piece of
     new text or tool call, so a long answer that keeps streaming is never cut, and a stream of
-    keep-alives alone times out. ``options`` are extra
-    request-body fields (``temperature``, ``max_tokens``, ...).
+    keep-alives alone times out. ``options`` are extra request-body fields (``temperature``,
+    ``max_tokens``, ...).
     """
 
     model: str

@@ -40,13 +40,10 @@ class SentenceSplitter:
                 continue
             sentences.extend(self._pieces(candidate))
             start = boundary.end()
-        # What is left starts the next sentence (leading space is no part of it).
-        rest = self._buffer[start:].lstrip()
-        while len(rest) > self._max:  # no end in sight: speak it in pieces
-            piece, rest = self._cut(rest)
-            sentences.append(piece)
-        self._buffer = rest
-        return sentences
+        # What is left starts the next sentence (leading space is no part of it); with no end
+        # in sight, what passes the bound is spoken in pieces now.
+        pieces, self._buffer = self._cut_long(self._buffer[start:].lstrip())
+        return [*sentences, *pieces]
 
     def flush(self) -> list[str]:
         """The text left when the stream ends."""
@@ -55,11 +52,16 @@ class SentenceSplitter:
 
     def _pieces(self, sentence: str) -> list[str]:
         """A sentence, cut as :meth:`feed` cuts text that has not ended yet."""
+        pieces, rest = self._cut_long(sentence)
+        return [*pieces, rest] if rest else pieces
+
+    def _cut_long(self, text: str) -> tuple[list[str], str]:
+        """Pieces cut off ``text`` until what is left is within the bound, and that rest."""
         pieces = []
-        while len(sentence) > self._max:
-            piece, sentence = self._cut(sentence)
+        while len(text) > self._max:
+            piece, text = self._cut(text)
             pieces.append(piece)
-        return [*pieces, sentence] if sentence else pieces
+        return pieces, text
 
     def _cut(self, text: str) -> tuple[str, str]:
         """The first piece of a too-long text (up to its last space within the bound, if
