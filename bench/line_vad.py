@@ -42,7 +42,7 @@ from voicegate.audio.pcm import Samples
 from voicegate.cli.serve_command import read_settings
 from voicegate.vad import VadSettings
 from voicegate.vad.detector import Detector, build_scorer
-from voicegate.vad.machine import SpeechEnded, SpeechStarted
+from voicegate.vad.machine import Phase, SpeechEnded, SpeechStarted
 
 RATE = 8000
 LEAD_MS, TAIL_MS = 600, 1000
@@ -69,6 +69,11 @@ def one(rec: Labelled, condition: Condition, vad: VadSettings) -> dict[str, Any]
     audio = line_audio(rec, condition)
     detector = Detector(build_scorer(RATE, vad), vad)
     events = [e for i in range(0, len(audio) - 159, 160) for e in detector.push(audio[i : i + 160])]
+    # Still speaking after the recording's second of line silence: the line's sound held the
+    # segment open. Counted, and ended where the stream ends, so end_vs_label shows it (a
+    # bare ends[-1] reported an earlier pause instead and hid comfort noise's 1 s hold).
+    unended = detector.phase is Phase.SPEAKING
+    events = [*events, *detector.finish()]
     onset, offset = LEAD_MS + rec.onset_ms, LEAD_MS + rec.offset_ms
     starts = [e for e in events if isinstance(e, SpeechStarted)]
     inside = [e for e in starts if onset - 300 <= e.onset_ms <= offset]
@@ -78,6 +83,7 @@ def one(rec: Labelled, condition: Condition, vad: VadSettings) -> dict[str, Any]
         "pauses_inside": sum(1 for end in ends if end < offset - 40),
         "false_starts": len(starts) - len(inside),
         "end_ms": ends[-1] - offset if ends else None,
+        "unended": unended,
     }
 
 
@@ -92,6 +98,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "pauses_inside_speech": sum(r["pauses_inside"] for r in rows),
         "false_starts": sum(r["false_starts"] for r in rows),
         "end_vs_label_ms_p50": percentile(ends, 0.5),
+        "end_vs_label_ms_p90": percentile(ends, 0.9),
+        "unended": sum(r["unended"] for r in rows),
     }
 
 

@@ -12,7 +12,7 @@ from voicegate.vad.machine import TRANSITIONS, Step, finish, step
 
 SET = VadSettings(frame_ms=20, start_ms=60, stop_ms=100, onset_lookback_ms=300)
 QUIET = MachineState()
-SILENCE, MAYBE, SPEECH = Verdict.SILENCE, Verdict.MAYBE, Verdict.SPEECH
+SILENCE, SOUND, MAYBE, SPEECH = Verdict.SILENCE, Verdict.SOUND, Verdict.MAYBE, Verdict.SPEECH
 
 
 def starting(run_start: int, speech_ms: int = 0) -> MachineState:
@@ -30,15 +30,19 @@ def stopping(onset: int, silence_start: int) -> MachineState:
 # (state before, verdict, frame start ms, expected (state after, events)), one per table row.
 ROWS: list[tuple[MachineState, Verdict, int, Step]] = [
     (QUIET, SILENCE, 40, (QUIET, ())),
+    (QUIET, SOUND, 40, (starting(40), ())),
     (QUIET, MAYBE, 40, (starting(40), ())),
     (QUIET, SPEECH, 40, (starting(40, speech_ms=20), ())),
     (starting(40, 20), SILENCE, 60, (QUIET, ())),
+    (starting(40, 20), SOUND, 60, (starting(40, 20), ())),
     (starting(40, 20), MAYBE, 60, (starting(40, 20), ())),
     (starting(40, 20), SPEECH, 60, (starting(40, 40), ())),
     (speaking(40), SILENCE, 200, (stopping(40, 200), ())),
+    (speaking(40), SOUND, 200, (stopping(40, 200), ())),
     (speaking(40), MAYBE, 200, (speaking(40), ())),
     (speaking(40), SPEECH, 200, (speaking(40), ())),
     (stopping(40, 200), SILENCE, 240, (stopping(40, 200), ())),
+    (stopping(40, 200), SOUND, 240, (stopping(40, 200), ())),
     (stopping(40, 200), MAYBE, 240, (speaking(40), ())),
     (stopping(40, 200), SPEECH, 240, (speaking(40), ())),
 ]
@@ -147,9 +151,9 @@ def _frames_for(ms: int, frame_ms: int) -> int:
     return -(-ms // frame_ms)
 
 
-def _expected_onset(codes: str, k: int, cfg: VadSettings) -> int:
-    run_start = k
-    while run_start > 0 and codes[run_start - 1] != ".":
+def _expected_onset(codes: str, k: int, begin: int, cfg: VadSettings) -> int:
+    run_start = k  # a run starts after a silence frame, or right after the last end
+    while run_start > begin and codes[run_start - 1] != ".":
         run_start -= 1
     lookback = _frames_for(cfg.onset_lookback_ms, cfg.frame_ms)
     return max(run_start, k - lookback + 1) * cfg.frame_ms
@@ -167,7 +171,7 @@ def _first_confirmation(codes: str, begin: int, cfg: VadSettings) -> int | None:
 def _first_end(codes: str, begin: int, cfg: VadSettings) -> int | None:
     quiet = 0
     for k in range(begin, len(codes)):
-        quiet = quiet + cfg.frame_ms if codes[k] == "." else 0
+        quiet = quiet + cfg.frame_ms if codes[k] in ".s" else 0  # sound is silence once speaking
         if quiet >= cfg.stop_ms:
             return k
     return None
@@ -179,7 +183,7 @@ def _spec_events(codes: str, cfg: VadSettings) -> list[tuple[int, object]]:
     begin = 0
     while (k := _first_confirmation(codes, begin, cfg)) is not None:
         detected = (k + 1) * cfg.frame_ms
-        events.append((k, SpeechStarted(_expected_onset(codes, k, cfg), detected)))
+        events.append((k, SpeechStarted(_expected_onset(codes, k, begin, cfg), detected)))
         end = _first_end(codes, k + 1, cfg)
         if end is None:
             break
@@ -192,7 +196,7 @@ def _spec_events(codes: str, cfg: VadSettings) -> list[tuple[int, object]]:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    codes=st.text(alphabet=".mS", max_size=80),
+    codes=st.text(alphabet=".smS", max_size=80),
     frame_ms=st.sampled_from([10, 20, 30]),
     start_frames=st.integers(1, 5),
     stop_frames=st.integers(1, 8),

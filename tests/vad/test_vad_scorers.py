@@ -246,4 +246,5 @@ def test_classify_applies_both_thresholds() -> None:
     assert classify(FrameEvidence(0.49), 0.5, 0.15) is Verdict.MAYBE
     assert classify(FrameEvidence(0.15), 0.5, 0.15) is Verdict.MAYBE
     assert classify(FrameEvidence(0.1), 0.5, 0.15) is Verdict.SILENCE
-    assert classify(FrameEvidence(0.0, sound=True), 0.5, 0.15) is Verdict.MAYBE
+    assert classify(FrameEvidence(0.0, sound=True), 0.5, 0.15) is Verdict.SOUND
+    assert classify(FrameEvidence(0.2, sound=True), 0.5, 0.15) is Verdict.MAYBE

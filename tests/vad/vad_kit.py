@@ -16,7 +16,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "audio"
 HUMAN = FIXTURES / "human"
 NOISE_FILES = ("human/alsa/Noise_8k.wav", "human/alsa/Noise_16k.wav")
 
-VERDICT_CODES = {".": Verdict.SILENCE, "m": Verdict.MAYBE, "S": Verdict.SPEECH}
+VERDICT_CODES = {
+    ".": Verdict.SILENCE,
+    "s": Verdict.SOUND,
+    "m": Verdict.MAYBE,
+    "S": Verdict.SPEECH,
+}
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,18 @@
 times are media time in ms derived from frame counts (design §6): a frame that starts at
 ``t`` ends at ``t + frame_ms``, and that end is when anything it reveals is *detected*.
 
-* quiet: no speech. A MAYBE or SPEECH frame opens a run (its first frame is the onset).
+* quiet: no speech. A SOUND, MAYBE or SPEECH frame opens a run (its first frame is the
+  onset).
 * starting: a run of non-silent frames. SPEECH frames count towards ``start_ms``; once
   reached, SpeechStarted(onset = first frame of the run, detected = now). A SILENCE frame
   abandons the run. The onset is clamped to ``onset_lookback_ms`` (rounded up to whole
   frames) before detection, so a long run of MAYBE (steady noise the gate likes) cannot
   date a start far back.
-* speaking: speech confirmed. A SILENCE frame starts a silence.
+* speaking: speech confirmed. A SILENCE or SOUND frame starts a silence.
 * stopping: in a silence. ``stop_ms`` of it ends speech: SpeechEnded(end = where the
-  silence began, detected = now). A MAYBE or SPEECH frame returns to speaking.
+  silence began, detected = now). A MAYBE or SPEECH frame returns to speaking; SOUND does
+  not (noise the cheap gate likes but Silero scored low: comfort noise switched on as the
+  caller stopped held speech open for a second, tests/vad/test_comfort_noise.py).
 """
 
 from __future__ import annotations
@@ -126,15 +129,19 @@ def _resume(state: MachineState, start: MediaMs, settings: VadSettings) -> Step:
 TRANSITIONS: Mapping[tuple[Phase, Verdict], Transition] = MappingProxyType(
     {
         (Phase.QUIET, Verdict.SILENCE): _stay,
+        (Phase.QUIET, Verdict.SOUND): _open_run,
         (Phase.QUIET, Verdict.MAYBE): _open_run,
         (Phase.QUIET, Verdict.SPEECH): _open_run_with_speech,
         (Phase.STARTING, Verdict.SILENCE): _abandon_run,
+        (Phase.STARTING, Verdict.SOUND): _extend_run,
         (Phase.STARTING, Verdict.MAYBE): _extend_run,
         (Phase.STARTING, Verdict.SPEECH): _count_speech,
         (Phase.SPEAKING, Verdict.SILENCE): _begin_silence,
+        (Phase.SPEAKING, Verdict.SOUND): _begin_silence,
         (Phase.SPEAKING, Verdict.MAYBE): _stay,
         (Phase.SPEAKING, Verdict.SPEECH): _stay,
         (Phase.STOPPING, Verdict.SILENCE): _count_silence,
+        (Phase.STOPPING, Verdict.SOUND): _count_silence,
         (Phase.STOPPING, Verdict.MAYBE): _resume,
         (Phase.STOPPING, Verdict.SPEECH): _resume,
     }

@@ -26,6 +26,9 @@ class Verdict(enum.Enum):
     """One frame, as the detector's state machine sees it."""
 
     SILENCE = "silence"  # breaks a starting run, counts towards the end of speech
+    #: Sound the cheap gate calls speech but the model scored below ``maybe_threshold``: it
+    #: may open or extend a run (date an onset), but once speech is going it is silence.
+    SOUND = "sound"
     MAYBE = "maybe"  # may be speech: opens or extends a run, keeps speech going
     SPEECH = "speech"  # confirmed speech: counts towards the start duration
 
@@ -52,6 +55,6 @@ def classify(evidence: FrameEvidence, speech_threshold: float, maybe_threshold: 
     """Map a scorer's evidence onto the three verdicts through the two thresholds."""
     if evidence.probability >= speech_threshold:
         return Verdict.SPEECH
-    if evidence.sound or evidence.probability >= maybe_threshold:
+    if evidence.probability >= maybe_threshold:
         return Verdict.MAYBE
-    return Verdict.SILENCE
+    return Verdict.SOUND if evidence.sound else Verdict.SILENCE
