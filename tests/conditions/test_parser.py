@@ -125,6 +125,10 @@ def test_names_that_are_not_three_segment_references_are_unknown(name: str) -> N
         ("   ", "empty"),
         ("session.system.flag", "reserved"),
         ("session.a.b in x", "'in' is not supported"),
+        # the advice comes first, not the list or tuple the lexer cannot read
+        ('session.a.b in ["a", "b"]', "'in' is not supported"),
+        ("session.a.b in ('a', 'b')", "'in' is not supported"),
+        ("session.a.b not in ['a']", "'in' is not supported"),
         ("session.a.b is None", "== None"),
         ("session.a.b = 1", "write '=='"),
         ("session.a.b ==", "ends too early"),

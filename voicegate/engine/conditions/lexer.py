@@ -27,6 +27,7 @@ class TokenKind(enum.Enum):
     OPEN = "("
     CLOSE = ")"
     END = "end"
+    ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,12 @@ _OPERATOR = re.compile(r"==|!=|<=|>=|<|>")
 
 
 def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``, ending with an END token; raises ConditionError on a stray char."""
+    """The tokens of ``text``, ending with an END token, or with an ERROR token at a stray char.
+
+    The ERROR token carries the message; the parser raises it when it reaches that point, so
+    a mistake it finds earlier in the text is reported first (``x in ["a", "b"]`` is told
+    about ``in``, not about ``[``).
+    """
     tokens: list[Token] = []
     position = 0
     while position < len(text):
@@ -58,7 +64,10 @@ def tokenize(text: str) -> list[Token]:
         if char.isspace():
             position += 1
             continue
-        token = _token_at(text, position)
+        try:
+            token = _token_at(text, position)
+        except ConditionError as error:
+            return [*tokens, Token(TokenKind.ERROR, text[position:], position + 1, str(error))]
         tokens.append(token)
         position += len(token.text)
     tokens.append(Token(TokenKind.END, "", len(text) + 1))
