@@ -14,7 +14,9 @@ leaves the word to the model.
 response fires on the write that turns its condition from false to true, once per activation
 ("the first time the condition becomes true", skill.md reference): not again when it turns
 false and true again. voicegate's choice: only the active skill's triggers speak; a
-condition that turned true while the skill was parked fires when it resumes.
+condition that turned true while the skill was parked fires when it resumes. An entry with
+both ``on: activate`` and ``when:`` ("an entry may set both") speaks once per activation: at
+activation when its condition holds then, else on the write that first makes it true.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from voicegate.engine.loop.flows import engine_managed
 from voicegate.engine.loop.responses import ANYTHING_ELSE, ASK_TO_CONTINUE, deliver
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.memory.schema import FieldRef
+from voicegate.engine.project.skill_model import UtterTrigger
 
 EndOutcome = Literal["completed", "cancelled"]
 
@@ -46,7 +49,7 @@ async def activate_skill(
     turn.record("skill_activated", skill_id)
     _take_utter_baseline(turn, skill_id)
     for trigger in turn.skill(skill_id).frontmatter.utter:
-        if trigger.on_activate:
+        if trigger.on_activate and _fires_on_activation(turn, skill_id, trigger):
             await deliver(turn, trigger.response, skill_id)
     if block_id is not None:
         enter_block(turn, frame, block_id, "entry")
@@ -157,6 +160,20 @@ async def fire_utters(turn: Turn) -> None:
         if now and not before and key not in turn.dialogue.utter_fired:
             turn.dialogue.utter_fired.add(key)
             await deliver(turn, trigger.response, frame.skill_id)
+
+
+def _fires_on_activation(turn: Turn, skill_id: str, trigger: UtterTrigger) -> bool:
+    """``on: activate`` speaks now; with ``when:`` too, only if the condition holds now.
+
+    An entry with both speaks once per activation: now if its condition holds, else on the
+    write that first makes it true (``fire_utters``), never twice (contract-decisions.md).
+    """
+    if trigger.when is None:
+        return True
+    if not turn.holds(trigger.when):
+        return False
+    turn.dialogue.utter_fired.add((skill_id, trigger.response))
+    return True
 
 
 def _take_utter_baseline(turn: Turn, skill_id: str) -> None:

@@ -37,7 +37,7 @@ from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
 from voicegate.engine.loop.model_step import ask_model
 from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
-from voicegate.engine.loop.skills import activate_skill
+from voicegate.engine.loop.skills import activate_skill, fire_utters
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
@@ -106,6 +106,10 @@ async def _loop(turn: Turn) -> str | None:
             return None
         for call in reply.tool_calls:
             this_turn.append(await _dispatch(turn, call))
+            if not turn.channel.ending:
+                # "on the memory write that first makes it true" (contract §7.5 step 5):
+                # before the next call of the batch speaks its own on_success
+                await fire_utters(turn)
     return None
 
 

@@ -1,0 +1,79 @@
+"""A third-party project's `utter` triggers, end to end (fixtures/projects/spoke_rentals).
+
+The skill.md reference: `on: activate` fires "when the skill becomes active", `when:` "the
+first time the condition becomes true after a memory write", and "an entry may set both".
+voicegate's reading of both (docs/contract-decisions.md): once per activation, at once when
+the condition holds, else on the write that first makes it true.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.loop.loop_kit import ROOT, Chat, said, started
+
+SPOKE = ROOT / "fixtures" / "projects" / "spoke_rentals"
+INTRO = "Let's find you a bike."
+EBIKE = "E-bikes need a charged battery check at pickup."
+PERK = "Welcome back, plus member: your helmet is free."
+LONG = "For 10 hours a day pass is cheaper."
+BOOKED = "Booked: BK-ebike-10."
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+
+
+def script(name: str) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = yaml.safe_load(Path(SPOKE / name).read_text())["turns"]
+    return turns
+
+
+async def test_on_activate_with_when_speaks_once_when_its_condition_first_holds() -> None:
+    chat = await Chat(SPOKE, script("conversation_member.yml"), member_level="plus").open()
+
+    first = await chat.send("I want to rent an e-bike")
+    # The caller is not a verified member yet: the perk waits. The e-bike notice is not due
+    # at activation (the skill's memory was just reset) but on the set_fields of the same
+    # batch, and it is said once.
+    assert said(first) == [INTRO, EBIKE, "For how many hours?"]
+
+    await chat.send("I am a member")  # delegated to verify_member
+    third = await chat.send("M-123")
+    # verify_member wrote project.is_member; rent_bike resumed and its perk became due
+    assert said(third) == [PERK, "You are verified."]
+    assert chat.stack == ["rent_bike"]
+
+    fourth = await chat.send("ten hours")
+    # the `when:` of set_fields(hours) speaks before book_bike's on_success, in call order
+    assert started(fourth) == ["book_bike"]
+    assert said(fourth) == [LONG, BOOKED, ANYTHING_ELSE]
+    assert chat.stack == []
+
+
+async def test_a_condition_that_holds_at_activation_speaks_then_and_not_again() -> None:
+    turns = script("conversation_member.yml")
+    again = [
+        {
+            "user_matches": "another",
+            "steps": [
+                {"calls": [{"activate": {"flow_id": "rent_bike"}}]},
+                {"calls": [{"set_fields": {"bike_type": "city"}}], "say": "How long?"},
+            ],
+        },
+        {
+            "user_matches": "two",
+            "steps": [
+                {"calls": [{"set_fields": {"bike_type": "ebike", "hours": 2}}]},
+                {"say": "Noted."},
+            ],
+        },
+    ]
+    chat = await Chat(SPOKE, [*turns, *again], member_level="plus").open()
+    for line in ("I want to rent an e-bike", "I am a member", "M-123", "ten hours"):
+        await chat.send(line)
+
+    fifth = await chat.send("another one please")
+    # a new activation: the caller is a member by now, so the perk is said at once
+    assert said(fifth) == [INTRO, PERK, "How long?"]
+    sixth = await chat.send("two hours, an e-bike after all")
+    # the perk does not repeat; the e-bike notice is due for the first time in this activation
+    assert said(sixth) == [EBIKE, "Noted."]
