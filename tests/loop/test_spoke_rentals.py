@@ -77,3 +77,14 @@ async def test_a_condition_that_holds_at_activation_speaks_then_and_not_again() 
     sixth = await chat.send("two hours, an e-bike after all")
     # the perk does not repeat; the e-bike notice is due for the first time in this activation
     assert said(sixth) == [EBIKE, "Noted."]
+
+
+async def test_the_caller_hears_a_tool_result_before_the_completion_question() -> None:
+    # return_bike's write completes the skill (complete_when). Its result is "what the LLM
+    # reads" (tools reference) and no on_success presents it, so the model answers first.
+    chat = await Chat(SPOKE, script("conversation_return.yml")).open()
+    events = await chat.send("I want to return my bike, BK-ebike-10")
+    assert started(events) == ["return_bike"]
+    assert said(events) == ["You're 4 euros late, sorry.", ANYTHING_ELSE]
+    assert chat.stack == []
+    assert chat.requests == 2  # the tool batch, then the answer; not asked again after it

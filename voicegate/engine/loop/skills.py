@@ -137,12 +137,26 @@ async def _after_pop(turn: Turn, outcome: EndOutcome) -> None:
 def completion_due(turn: Turn, frame: SkillFrame) -> bool:
     """Whether the skill's ``complete_when`` condition marks its prose flow complete.
 
-    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5).
+    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5). While
+    the model has not yet answered with tool results of this turn that no response presented,
+    a completion after which the engine would wait (the completion question, a resume offer)
+    is held until it has: a tool's ``llm_response`` "is what the LLM reads" (tools reference),
+    and the caller should hear it before "anything else?". A delegating parent resumes at
+    once, as its model call reads the results.
     """
     completion = turn.skill(frame.skill_id).frontmatter.complete_when
     if completion is None or completion.condition is None or completion.criteria:
         return False
-    return frame.cursor is None and turn.holds(completion.condition)
+    if frame.cursor is not None or not turn.holds(completion.condition):
+        return False
+    return not (turn.unspoken_results and _ending_waits(turn, frame))
+
+
+def _ending_waits(turn: Turn, frame: SkillFrame) -> bool:
+    """Whether ending ``frame`` leaves the engine asking the user (no delegating parent)."""
+    stack = turn.dialogue.stack
+    below = stack[stack.index(frame) - 1] if stack.index(frame) > 0 else None
+    return below is None or below.parked is not Parked.DELEGATION
 
 
 async def fire_utters(turn: Turn) -> None:

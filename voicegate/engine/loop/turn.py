@@ -20,7 +20,9 @@ class Turn:
     ``said`` holds the verbatim responses delivered so far; ``wait`` is set by anything that
     ends the turn waiting for the user (contract §7.6); ``model_calls`` counts model steps;
     ``offered`` names the tools of the latest model request (a call of any other is refused
-    with this list, so the model reads what it may call).
+    with this list, so the model reads what it may call); ``unspoken_results`` is set while
+    the model has tool results of this turn that no response presented and it has not yet
+    answered (a ``complete_when`` that would end the conversation waits for its answer).
     """
 
     session: Session
@@ -30,6 +32,7 @@ class Turn:
     wait: bool = False
     model_calls: int = 0
     offered: tuple[str, ...] = ()
+    unspoken_results: bool = False
 
     @property
     def turn_id(self) -> str:

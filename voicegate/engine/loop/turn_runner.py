@@ -37,7 +37,7 @@ from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
 from voicegate.engine.loop.model_step import ask_model
 from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
-from voicegate.engine.loop.skills import activate_skill, fire_utters
+from voicegate.engine.loop.skills import activate_skill, completion_due, end_top, fire_utters
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
@@ -100,6 +100,7 @@ async def _loop(turn: Turn) -> str | None:
         this_turn.append(reply)
         if not reply.tool_calls:
             await model_answered(turn)
+            await _complete_after_answer(turn)
             return None
         if _listens(reply):
             _record(turn, reply.tool_calls[0], {"listening": True}, "ok")
@@ -111,6 +112,15 @@ async def _loop(turn: Turn) -> str | None:
                 # before the next call of the batch speaks its own on_success
                 await fire_utters(turn)
     return None
+
+
+async def _complete_after_answer(turn: Turn) -> None:
+    """A completion held for the model's answer (``completion_due``) happens now."""
+    turn.unspoken_results = False
+    frame = turn.dialogue.active
+    if frame is not None and not turn.channel.ending and completion_due(turn, frame):
+        await turn.channel.go_ahead()
+        await end_top(turn, "completed")
 
 
 async def _start_session(turn: Turn) -> None:
@@ -146,7 +156,10 @@ async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
         await turn.channel.go_ahead()  # a speculative turn runs no effect before confirmed
     if is_framework_tool(call.name):
         return await run_framework_call(turn, call)
+    responses = len(turn.said)
     message = await call_tool(turn, call)
+    if len(turn.said) == responses:
+        turn.unspoken_results = True  # no on_success/on_failure presented what it returned
     if not _recorded(turn, call):
         # A held call (awaiting confirmation): recorded with its interim result, so the
         # conversation the model reads on later turns keeps every call paired.
