@@ -88,3 +88,15 @@ async def test_the_caller_hears_a_tool_result_before_the_completion_question() -
     assert said(events) == ["You're 4 euros late, sorry.", ANYTHING_ELSE]
     assert chat.stack == []
     assert chat.requests == 2  # the tool batch, then the answer; not asked again after it
+
+
+async def test_a_reworded_resume_offer_names_the_paused_skill() -> None:
+    # responses.yml rewords the engine's utter_ask_wants_to_continue with the {skill} the
+    # engine fills; it was refused at load ("names no readable memory field")
+    chat = await Chat(SPOKE, script("conversation_digression.yml")).open()
+    await chat.send("I'd like to rent a bike")
+    second = await chat.send("wait, when are you open?")
+    assert said(second) == ["We are open 9 to 18 every day.", "Shall we get back to Rent a bike?"]
+    third = await chat.send("yes please")
+    assert said(third) == ["Which bike then?"]  # resumed: no on: activate responses again
+    assert chat.stack == ["rent_bike"]
