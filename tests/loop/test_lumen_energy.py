@@ -27,7 +27,8 @@ def test_the_project_validates() -> None:
 
 
 async def test_a_gold_customer_with_high_usage() -> None:
-    chat = await Chat(LUMEN, script("conversation_gold.yml"), tier="gold", meter_kw=0.7).open()
+    # seeds as a call's parameters carry them: text, read as the declared float
+    chat = await Chat(LUMEN, script("conversation_gold.yml"), tier="gold", meter_kw="0.7").open()
     await chat.send("I'd like some advice")
     # meter_kw > .5 and tier != 'bronze'; tier >= "gold" and tier < "silver"
     assert "Mention the live meter reading of 0.7 kW." in chat.prompt()
@@ -56,7 +57,9 @@ async def test_a_gold_customer_with_high_usage() -> None:
 
 
 async def test_a_bronze_customer_with_almost_no_usage() -> None:
-    chat = await Chat(LUMEN, script("conversation_bronze.yml"), tier="bronze", meter_kw=0.2).open()
+    chat = await Chat(
+        LUMEN, script("conversation_bronze.yml"), tier="bronze", meter_kw="0.2"
+    ).open()
     first = await chat.send("advice please, we use 0.3 kWh")
     assert said(first) == ["That is almost nothing.", "What is your budget?"]  # <= .5
     assert "live meter reading" not in chat.prompt()
