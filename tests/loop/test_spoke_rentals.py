@@ -6,6 +6,7 @@ voicegate's reading of both (docs/contract-decisions.md): once per activation, a
 the condition holds, else on the write that first makes it true.
 """
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,27 @@ async def test_a_reworded_resume_offer_names_the_paused_skill() -> None:
     third = await chat.send("yes please")
     assert said(third) == ["Which bike then?"]  # resumed: no on: activate responses again
     assert chat.stack == ["rent_bike"]
+
+
+async def test_a_response_named_by_two_entries_fires_on_each_condition(tmp_path: Path) -> None:
+    root = tmp_path / "spoke_rentals"
+    shutil.copytree(SPOKE, root)
+    skill = root / "skills" / "rent_bike" / "skill.md"
+    entry = "  - utter_long_rental: {when: session.rent_bike.hours >= 8}\n"
+    second = "  - utter_long_rental: {when: session.rent_bike.bike_type == 'mountain'}\n"
+    skill.write_text(skill.read_text().replace(entry, entry + second))
+    turns = [
+        {
+            "steps": [
+                {"calls": [{"activate": {"flow_id": "rent_bike"}}, {"set_fields": {"hours": 9}}]},
+                {"say": "Which bike?"},
+            ]
+        },
+        {"steps": [{"calls": [{"set_fields": {"bike_type": "mountain"}}]}, {"say": "Noted."}]},
+    ]
+    chat = await Chat(root, turns).open()
+    first = await chat.send("a bike for nine hours")
+    assert said(first) == [INTRO, "For 9 hours a day pass is cheaper.", "Which bike?"]
+    second_turn = await chat.send("a mountain bike")
+    # the second entry has its own state: it was not taken as already spoken
+    assert said(second_turn) == ["For 9 hours a day pass is cheaper.", "Noted."]

@@ -48,8 +48,8 @@ async def activate_skill(
     reset_memory(turn, skill_id)
     turn.record("skill_activated", skill_id)
     _take_utter_baseline(turn, skill_id)
-    for trigger in turn.skill(skill_id).frontmatter.utter:
-        if trigger.on_activate and _fires_on_activation(turn, skill_id, trigger):
+    for key, trigger in _keyed_utters(turn, skill_id):
+        if trigger.on_activate and _fires_on_activation(turn, key, trigger):
             await deliver(turn, trigger.response, skill_id)
     if block_id is not None:
         enter_block(turn, frame, block_id, "entry")
@@ -164,10 +164,9 @@ async def fire_utters(turn: Turn) -> None:
     frame = turn.dialogue.active
     if frame is None:
         return
-    for trigger in turn.skill(frame.skill_id).frontmatter.utter:
+    for key, trigger in _keyed_utters(turn, frame.skill_id):
         if trigger.when is None:
             continue
-        key = (frame.skill_id, trigger.response)
         now = turn.holds(trigger.when)
         before = turn.dialogue.utter_truth.get(key, False)
         turn.dialogue.utter_truth[key] = now
@@ -176,7 +175,22 @@ async def fire_utters(turn: Turn) -> None:
             await deliver(turn, trigger.response, frame.skill_id)
 
 
-def _fires_on_activation(turn: Turn, skill_id: str, trigger: UtterTrigger) -> bool:
+def _keyed_utters(turn: Turn, skill_id: str) -> list[tuple[tuple[str, str], UtterTrigger]]:
+    """Each ``utter`` entry with the key its state is kept under: (skill id, response name).
+
+    A response named by several entries (one per condition) keys its later entries
+    ``<name>#2``, ``#3``..., so each fires on its own condition.
+    """
+    seen: dict[str, int] = {}
+    keyed = []
+    for trigger in turn.skill(skill_id).frontmatter.utter:
+        count = seen[trigger.response] = seen.get(trigger.response, 0) + 1
+        name = trigger.response if count == 1 else f"{trigger.response}#{count}"
+        keyed.append(((skill_id, name), trigger))
+    return keyed
+
+
+def _fires_on_activation(turn: Turn, key: tuple[str, str], trigger: UtterTrigger) -> bool:
     """``on: activate`` speaks now; with ``when:`` too, only if the condition holds now.
 
     An entry with both speaks once per activation: now if its condition holds, else on the
@@ -186,14 +200,13 @@ def _fires_on_activation(turn: Turn, skill_id: str, trigger: UtterTrigger) -> bo
         return True
     if not turn.holds(trigger.when):
         return False
-    turn.dialogue.utter_fired.add((skill_id, trigger.response))
+    turn.dialogue.utter_fired.add(key)
     return True
 
 
 def _take_utter_baseline(turn: Turn, skill_id: str) -> None:
-    for trigger in turn.skill(skill_id).frontmatter.utter:
+    for key, trigger in _keyed_utters(turn, skill_id):
         if trigger.when is not None:
-            key = (skill_id, trigger.response)
             turn.dialogue.utter_truth[key] = turn.holds(trigger.when)
             turn.dialogue.utter_fired.discard(key)
 
