@@ -125,3 +125,18 @@ async def test_a_response_named_by_two_entries_fires_on_each_condition(tmp_path:
     second_turn = await chat.send("a mountain bike")
     # the second entry has its own state: it was not taken as already spoken
     assert said(second_turn) == ["For 9 hours a day pass is cheaper.", "Noted."]
+
+
+async def test_an_instructions_step_lets_the_model_tell_the_result_before_moving_on() -> None:
+    # find_booking's write makes the step's complete_when true; the step's instructions ask
+    # the model to tell the caller what it found, so the block goes on after its answer
+    chat = await Chat(SPOKE, script("conversation_status.yml")).open()
+    await chat.send("is my bike ready?")
+    events = await chat.send("it's BK-city-2")
+    assert started(events) == ["find_booking"]
+    assert said(events) == [
+        "Your bike is ready at Canal Street.",
+        "Please bring an ID to the pickup.",
+        ANYTHING_ELSE,
+    ]
+    assert chat.stack == []

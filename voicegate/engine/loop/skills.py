@@ -137,12 +137,12 @@ async def _after_pop(turn: Turn, outcome: EndOutcome) -> None:
 def completion_due(turn: Turn, frame: SkillFrame) -> bool:
     """Whether the skill's ``complete_when`` condition marks its prose flow complete.
 
-    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5). While
-    the model has not yet answered with tool results of this turn that no response presented,
-    a completion after which the engine would wait (the completion question, a resume offer)
-    is held until it has: a tool's ``llm_response`` "is what the LLM reads" (tools reference),
-    and the caller should hear it before "anything else?". A delegating parent resumes at
-    once, as its model call reads the results.
+    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5). When the
+    model has not yet read results of its tool calls that no response presented, a completion
+    after which the engine would wait (the completion question, a resume offer) is held for
+    one more model request: a tool's ``llm_response`` "is what the LLM reads" (tools
+    reference), and the caller should hear it before "anything else?". A delegating parent
+    resumes at once, as its model call reads the results.
     """
     completion = turn.skill(frame.skill_id).frontmatter.complete_when
     if completion is None or completion.condition is None or completion.criteria:

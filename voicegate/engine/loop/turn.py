@@ -20,9 +20,9 @@ class Turn:
     ``said`` holds the verbatim responses delivered so far; ``wait`` is set by anything that
     ends the turn waiting for the user (contract §7.6); ``model_calls`` counts model steps;
     ``offered`` names the tools of the latest model request (a call of any other is refused
-    with this list, so the model reads what it may call); ``unspoken_results`` is set while
-    the model has tool results of this turn that no response presented and it has not yet
-    answered (a ``complete_when`` that would end the conversation waits for its answer).
+    with this list, so the model reads what it may call); ``unspoken_results`` is set from a
+    tool call whose result no response presented until the model's next request, which
+    reads it (a ``complete_when`` that would move on without the model waits for that one).
     """
 
     session: Session

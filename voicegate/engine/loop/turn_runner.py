@@ -28,7 +28,7 @@ from typing import Any
 
 from voicegate.engine.history import ToolCallSource, ToolExecuted, UserUttered
 from voicegate.engine.llm.port import AssistantMessage, Message, ToolCall, ToolResultMessage
-from voicegate.engine.loop.blocks import Phase, model_answered, run_ready_steps
+from voicegate.engine.loop.blocks import Phase, held_for_answer, model_answered, run_ready_steps
 from voicegate.engine.loop.button_taps import apply_tap, is_set_payload
 from voicegate.engine.loop.calls import call_tool, owner_of
 from voicegate.engine.loop.flows import SESSION_START, skill_flows
@@ -37,7 +37,7 @@ from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
 from voicegate.engine.loop.model_step import ask_model
 from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
-from voicegate.engine.loop.skills import activate_skill, completion_due, end_top, fire_utters
+from voicegate.engine.loop.skills import activate_skill, fire_utters
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
@@ -96,11 +96,14 @@ async def _loop(turn: Turn) -> str | None:
         messages = [prompt, *earlier, *this_turn]
         tools = _tools(turn, offer)
         turn.offered = tuple(spec.name for spec in tools)
+        # This request reads the results: whatever the model does next, nothing waits longer.
+        held, turn.unspoken_results = turn.unspoken_results, False
         reply = await ask_model(session.llm, messages, tools, turn.channel, fresh=not this_turn)
         this_turn.append(reply)
         if not reply.tool_calls:
             await model_answered(turn)
-            await _complete_after_answer(turn)
+            if held and held_for_answer(turn):
+                continue  # what waited for the model to tell a tool's result goes on now
             return None
         if _listens(reply):
             _record(turn, reply.tool_calls[0], {"listening": True}, "ok")
@@ -112,15 +115,6 @@ async def _loop(turn: Turn) -> str | None:
                 # before the next call of the batch speaks its own on_success
                 await fire_utters(turn)
     return None
-
-
-async def _complete_after_answer(turn: Turn) -> None:
-    """A completion held for the model's answer (``completion_due``) happens now."""
-    turn.unspoken_results = False
-    frame = turn.dialogue.active
-    if frame is not None and not turn.channel.ending and completion_due(turn, frame):
-        await turn.channel.go_ahead()
-        await end_top(turn, "completed")
 
 
 async def _start_session(turn: Turn) -> None:
