@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from tests.loop.loop_kit import ROOT, Chat, said, started
+from tests.loop.test_step_cancellation import StallingModel, interrupt
 
 SPOKE = ROOT / "fixtures" / "projects" / "spoke_rentals"
 INTRO = "Let's find you a bike."
@@ -140,3 +141,19 @@ async def test_an_instructions_step_lets_the_model_tell_the_result_before_moving
         ANYTHING_ELSE,
     ]
     assert chat.stack == []
+
+
+async def test_a_barge_in_before_the_result_was_told_leaves_the_callers_words_to_the_model() -> (
+    None
+):
+    # The caller cuts in while the model prepares the fee: the completion waited for that
+    # answer, so the next turn finds it due. It completes without "anything else?" (which
+    # would drop the caller's words) and the model answers.
+    model = StallingModel(script("conversation_return.yml"), stall_on={2})
+    chat = await Chat(SPOKE, [], llm=model).open()
+    await interrupt(chat, "I want to return my bike, BK-ebike-10", model.stalled)
+    assert chat.memory("return_bike.late_fee") == 4.0
+    again = await chat.send("hello? how much do I owe?")
+    assert said(again) == ["You're 4 euros late, sorry."]
+    assert chat.stack == []
+    assert chat.requests == 3

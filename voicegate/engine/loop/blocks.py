@@ -104,7 +104,9 @@ async def _advance(turn: Turn) -> Phase | None:
     # Every step may write memory or run a tool: a speculative turn waits for its go-ahead.
     await turn.channel.go_ahead()
     if cursor is None:
-        await end_top(turn, "completed")
+        # complete_when held: a completion the caller's words of this turn find due (a turn
+        # cut short before the model told a tool's result) asks nothing; the model reads them
+        await end_top(turn, "completed", ask=not turn.words_unanswered)
         return None
     steps = turn.skill(frame.skill_id).body.blocks[cursor.block_id].steps
     if cursor.index >= len(steps):

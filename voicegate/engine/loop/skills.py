@@ -98,8 +98,11 @@ def resume_top(turn: Turn) -> None:
         turn.record("skill_resumed", frame.skill_id, *_position(turn, frame))
 
 
-async def end_top(turn: Turn, outcome: EndOutcome) -> None:
-    """Pop the top frame (completed or cancelled) and hand control to the frame below."""
+async def end_top(turn: Turn, outcome: EndOutcome, *, ask: bool = True) -> None:
+    """Pop the top frame (completed or cancelled) and hand control to the frame below.
+
+    ``ask=False`` leaves out the completion question when the stack empties.
+    """
     frame = turn.dialogue.stack.pop()
     turn.dialogue.resume_offered = False
     for cursor in reversed(frame.blocks):
@@ -108,7 +111,7 @@ async def end_top(turn: Turn, outcome: EndOutcome) -> None:
     turn.record("skill_completed" if outcome == "completed" else "skill_cancelled", frame.skill_id)
     # a lifecycle skill (session start, ...) ending is not the user's task being done
     lifecycle = engine_managed(turn.skill(frame.skill_id))
-    await _after_pop(turn, "cancelled" if lifecycle else outcome)
+    await _after_pop(turn, "cancelled" if lifecycle else outcome, ask=ask)
 
 
 async def drop_offered(turn: Turn) -> None:
@@ -119,10 +122,10 @@ async def drop_offered(turn: Turn) -> None:
     await _after_pop(turn, "cancelled")
 
 
-async def _after_pop(turn: Turn, outcome: EndOutcome) -> None:
+async def _after_pop(turn: Turn, outcome: EndOutcome, *, ask: bool = True) -> None:
     top = turn.dialogue.top
     if top is None:
-        if outcome == "completed" and await deliver(turn, ANYTHING_ELSE, None):
+        if outcome == "completed" and ask and await deliver(turn, ANYTHING_ELSE, None):
             turn.wait = True  # the stack is empty after a delivered response (§7.6)
         return
     if top.parked is Parked.DELEGATION:

@@ -44,6 +44,7 @@ from voicegate.engine.loop.turn import Turn
 from voicegate.engine.seam import (
     SESSION_START_INPUT,
     ButtonPress,
+    SilenceTimeout,
     TurnEnded,
     UserInput,
     user_text,
@@ -62,6 +63,9 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
     text = (user.title or "(tapped a button)") if isinstance(user, ButtonPress) and tap else None
     session.history.append(UserUttered(channel.turn_id, text or user_text(user)))
     turn = Turn(session, channel)
+    # the caller said (or typed, or keyed) something the model has yet to answer
+    turn.words = tap is None and user_text(user) != SESSION_START_INPUT
+    turn.words = turn.words and not isinstance(user, SilenceTimeout)
     try:
         if tap is not None:
             await apply_tap(turn, tap)
