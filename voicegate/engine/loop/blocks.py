@@ -104,8 +104,8 @@ async def _advance(turn: Turn) -> Phase | None:
     # Every step may write memory or run a tool: a speculative turn waits for its go-ahead.
     await turn.channel.go_ahead()
     if cursor is None:
-        # complete_when held: a completion the caller's words of this turn find due (a turn
-        # cut short before the model told a tool's result) asks nothing; the model reads them
+        # A complete_when completion the caller's words find due (its turn was cut short
+        # before the model told a tool's result) asks nothing: the model reads the words.
         await end_top(turn, "completed", ask=not turn.words_unanswered)
         return None
     steps = turn.skill(frame.skill_id).body.blocks[cursor.block_id].steps

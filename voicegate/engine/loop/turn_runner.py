@@ -62,10 +62,7 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
     # A set: tap's raw payload stays out of the model's view (contract §2.7)
     text = (user.title or "(tapped a button)") if isinstance(user, ButtonPress) and tap else None
     session.history.append(UserUttered(channel.turn_id, text or user_text(user)))
-    turn = Turn(session, channel)
-    # the caller said (or typed, or keyed) something the model has yet to answer
-    turn.words = tap is None and user_text(user) != SESSION_START_INPUT
-    turn.words = turn.words and not isinstance(user, SilenceTimeout)
+    turn = Turn(session, channel, words=_words(user, tap))
     try:
         if tap is not None:
             await apply_tap(turn, tap)
@@ -81,6 +78,12 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
         channel.emit(TurnEnded(channel.turn_id, "error", problem))
         return
     channel.emit(TurnEnded(channel.turn_id, "completed"))
+
+
+def _words(user: UserInput, tap: str | None) -> bool:
+    """Whether the input is words for the model: said, typed, keyed or a plain button."""
+    silent = isinstance(user, SilenceTimeout) or user_text(user) == SESSION_START_INPUT
+    return tap is None and not silent
 
 
 async def _loop(turn: Turn) -> str | None:
