@@ -158,7 +158,8 @@ def completion_due(turn: Turn, frame: SkillFrame) -> bool:
 def _ending_waits(turn: Turn, frame: SkillFrame) -> bool:
     """Whether ending ``frame`` leaves the engine asking the user (no delegating parent)."""
     stack = turn.dialogue.stack
-    below = stack[stack.index(frame) - 1] if stack.index(frame) > 0 else None
+    position = next(i for i, on_stack in enumerate(stack) if on_stack is frame)
+    below = stack[position - 1] if position > 0 else None
     return below is None or below.parked is not Parked.DELEGATION
 
 
