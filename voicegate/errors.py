@@ -93,11 +93,13 @@ class ConditionError(EngineError):
 
     ``name`` is set when the expression uses a name that is not a three-segment memory
     reference, the documented ``Unknown name '<key>' in condition expression`` case.
+    ``unset`` is set when a comparison could not be made because a field is unset (``None``).
     """
 
-    def __init__(self, message: str, *, name: str | None = None) -> None:
+    def __init__(self, message: str, *, name: str | None = None, unset: bool = False) -> None:
         super().__init__(message)
         self.name = name
+        self.unset = unset
 
 
 class ToolDefinitionError(EngineError):

@@ -1,5 +1,6 @@
 """Evaluating conditions (contract §3.3): Python semantics, bool() coercion, failing closed."""
 
+import logging
 from typing import Any
 
 import pytest
@@ -64,6 +65,19 @@ def test_an_impossible_comparison_raises_and_holds_fails_closed() -> None:
         evaluate(condition, memory())
     assert holds(condition, memory()) is False
     assert holds(condition, memory(n=2)) is True
+
+
+def test_an_unset_field_fails_closed_quietly_and_a_type_mismatch_warns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # `when: session.s.n >= 8` before n is set is the everyday case (contract §3.3); voicegate
+    # chat printed a warning for it on every evaluation
+    caplog.set_level(logging.DEBUG, logger="voicegate.engine.conditions.evaluate")
+    assert holds(parse_condition("session.s.n >= 8"), memory()) is False
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+    caplog.clear()
+    assert holds(parse_condition("session.s.n >= 8"), memory(n="eight")) is False
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
 
 
 def test_memory_is_read_through_the_reader() -> None:

@@ -36,6 +36,16 @@ def test_a_bare_reference_is_a_memory_read() -> None:
         ("3", 3),
         ("-3", -3),
         ("2.5", 2.5),
+        # every way Python writes a number (conditions behave like Python, contract §3.2)
+        (".5", 0.5),
+        ("-.5", -0.5),
+        ("5.", 5.0),
+        ("1e3", 1000.0),
+        ("1E3", 1000.0),
+        ("1.5e-2", 0.015),
+        ("-2E+1", -20.0),
+        ("+2", 2),
+        ("1_000", 1000),
         ("True", True),
         ("False", False),
         ("None", None),
@@ -46,6 +56,20 @@ def test_a_bare_reference_is_a_memory_read() -> None:
 def test_literals(text: str, value: object) -> None:
     root = parse_condition(f"session.a.b == {text}").root
     assert root == Comparison(read("a", "b"), (("==", Literal(value)),))
+    literal = root.rest[0][1]
+    assert isinstance(literal, Literal)
+    assert type(literal.value) is type(value)  # 1e3 is a float, as in Python
+
+
+def test_numbers_in_every_form_parse_where_a_number_may_stand() -> None:
+    root = parse_condition(".5 < session.a.n <= 1e3 and session.a.m > -2").root
+    assert root == BooleanOp(
+        "and",
+        (
+            Comparison(Literal(0.5), (("<", read("a", "n")), ("<=", Literal(1000.0)))),
+            Comparison(read("a", "m"), ((">", Literal(-2)),)),
+        ),
+    )
 
 
 def test_or_binds_weaker_than_and_and_not_binds_tightest() -> None:
@@ -101,6 +125,10 @@ def test_names_that_are_not_three_segment_references_are_unknown(name: str) -> N
         ("   ", "empty"),
         ("session.system.flag", "reserved"),
         ("session.a.b in x", "'in' is not supported"),
+        # the advice comes first, not the list or tuple the lexer cannot read
+        ('session.a.b in ["a", "b"]', "'in' is not supported"),
+        ("session.a.b in ('a', 'b')", "'in' is not supported"),
+        ("session.a.b not in ['a']", "'in' is not supported"),
         ("session.a.b is None", "== None"),
         ("session.a.b = 1", "write '=='"),
         ("session.a.b ==", "ends too early"),
@@ -111,6 +139,9 @@ def test_names_that_are_not_three_segment_references_are_unknown(name: str) -> N
         ("len(session.a.b) > 1", "function calls"),
         ("session.a.b + 1", "unexpected character '+'"),
         ("session.a.b[0]", "unexpected character '['"),
+        ("session.a.b == 1e", "unexpected character '1'"),
+        ("session.a.b == 1.2.3", "unexpected character '1'"),
+        ("session.a.b == 1__0", "unexpected character '1'"),
         ("and session.a.b", "unexpected 'and'"),
         (">", "unexpected '>'"),
     ],

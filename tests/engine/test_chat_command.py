@@ -207,3 +207,31 @@ def test_ending_the_call_ends_the_chat(
         "  [call ended]",
         '  [turn_ended] reason="completed"',
     ]
+
+
+def test_metadata_seeds_the_projects_seed_fields_as_a_calls_parameters_would(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # fixtures/projects/lumen_energy seeds tier (text) and meter_kw (float) from the call
+    lumen = ROOT / "fixtures" / "projects" / "lumen_energy"
+    script = lumen / "conversation_bronze.yml"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("advice please, we use 0.3 kWh\n"))
+    options = ["--metadata", "tier=gold", "--metadata=meter_kw=0.7", "--show=prompt"]
+    code = main(
+        ["chat", str(lumen), f"--llm=scripted:{script}", "--json", "--memory=memory", *options]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0
+    prompt = [e["text"] for e in json_events(out) if e["event"] == "prompt"][-1]
+    assert "project.meter_kw: 0.7\nproject.tier: gold" in prompt
+    assert "Mention the live meter reading of 0.7 kW." in prompt
+
+
+def test_metadata_must_be_key_equals_value(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = chat_in_process(
+        monkeypatch, capsys, f"--llm=scripted:{SCRIPT}", "--metadata=tier", stdin=""
+    )
+    assert code != 0
+    assert "--metadata 'tier': write KEY=VALUE" in err

@@ -95,6 +95,24 @@ def test_seeding_never_overwrites_a_resumed_value_or_stores_a_bad_one() -> None:
     assert resumed.value(FieldRef("project", "visits")) is None
 
 
+def test_seeds_from_channel_text_are_read_as_the_declared_type() -> None:
+    # Call metadata arrives as text (Twilio <Parameter>, SIP headers): "3" seeds an int field
+    # as set_fields would record it; it was refused as a str before.
+    schema = seeded_schema()
+    extra = {
+        "vip": MemoryField("vip", FieldType.BOOL, seed=True),
+        "meter_kw": MemoryField("meter_kw", FieldType.FLOAT, seed=True),
+        "level": MemoryField(
+            "level", FieldType.CATEGORICAL, seed=True, enum_values=("basic", "gold")
+        ),
+    }
+    schema = MemorySchema({**schema.project, **extra}, schema.skills)
+    state = MemoryState(schema, InMemoryStore(), "conv")
+    state.start_session({"visits": "3", "vip": "true", "meter_kw": "0.7", "level": "Gold"})
+    values = {entry: state.value(FieldRef("project", entry)) for entry in (*extra, "visits")}
+    assert values == {"vip": True, "meter_kw": 0.7, "level": "gold", "visits": 3}
+
+
 def test_initial_values_apply_at_session_start_and_on_skill_reset() -> None:
     state = MemoryState(seeded_schema(), InMemoryStore(), "conv")
     state.start_session({})

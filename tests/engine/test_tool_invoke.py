@@ -93,6 +93,21 @@ async def test_results_must_be_a_json_tool_result(
     assert problem in str(outcome.error)
 
 
+async def test_a_tool_that_returns_nothing_succeeds_as_a_bare_tool_result(
+    make_context: Build, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A tool that wrote memory and forgot `return ToolResult()` did its work: it was a failure
+    # (its on_failure told the caller so) before.
+    @tool(description="Writes and forgets to return")
+    async def writes(context: ToolContext) -> ToolResult:
+        context.memory.set("selected_card_id", "C-1")  # type: ignore[return-value]
+
+    built = make_context()
+    outcome = await invoke_tool(writes, {}, built.context, time_limit=5)
+    assert (outcome.kind, outcome.llm_response) == ("ok", None)
+    assert "tool 'writes' returned None; read as ToolResult()" in caplog.text
+
+
 async def test_success_returns_the_llm_response_and_passes_context(make_context: Build) -> None:
     @tool(description="Uses context")
     async def uses_context(account: str, context: ToolContext) -> ToolResult:

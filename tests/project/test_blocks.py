@@ -290,6 +290,22 @@ def test_end_and_link_steps(tmp_path: Path) -> None:
     assert steps == (LinkStep("a", "other", 7), EndStep("END", 9))
 
 
+def test_a_link_may_end_one_branch_written_with_step_ids(tmp_path: Path) -> None:
+    # Branches are step ids (no nested lists), so the link that ends one branch is followed by
+    # the next branch's first step, which a next: jumps to: nothing after the link falls
+    # through. (A third-party probe's pharmacy refill was refused before.)
+    body = block(
+        "  - id: route\n    noop: true\n    next:\n"
+        "      - if: session.cards.locked\n        then: handoff\n"
+        "      - else: done\n"
+        "  - id: handoff\n    link: other\n"
+        "  - id: done\n    action: utter_hello\n"
+    )
+    assert problems(project_with(tmp_path, body)) == []
+    steps = load_project(tmp_path).skills["cards"].body.blocks["main"].steps
+    assert [step.step_id for step in steps] == ["route", "handoff", "done"]
+
+
 def test_a_numeric_step_id_is_explained(tmp_path: Path) -> None:
     # YAML reads `id: 1` as a number; the contract's step ids are text (§6.3).
     root = project_with(tmp_path, block("  - id: 1\n    action: utter_hello\n"))

@@ -40,6 +40,7 @@ def project():  # type: ignore[no-untyped-def]
         "examples/bank_balance",
         "config/agent",
         "fixtures/projects/slow_bank",
+        "fixtures/projects/spoke_rentals",
     ],
 )
 def test_validate_accepts_the_project_with_a_one_line_summary(

@@ -96,6 +96,14 @@ def add_parser(subparsers: Any) -> None:
         "request), framework (framework tool calls; printed with any --show)",
     )
     parser.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="session metadata, as a call's parameters carry it (text): seeds the project's "
+        "seed: true field KEY (repeatable)",
+    )
+    parser.add_argument(
         "--allow-invalid",
         action="store_true",
         help="run a project that has validation errors, as far as it loaded (errors printed)",
@@ -106,6 +114,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the project and chat until standard input ends."""
     show = parse_show(args.show)
+    metadata = parse_metadata(args.metadata)
     project = load_for_chat(args.project, args.allow_invalid, sys.stderr)
     store = _store(args.memory, args.data_dir)
     # Tools run on tool loop threads as under serve (docs/architecture.md), so a published
@@ -115,7 +124,11 @@ def run(args: argparse.Namespace) -> int:
         printer = _Printer(sys.stdout, args.json)
         llm = _llm_factory(args.llm, project)
         model = _shown(llm, printer, show) if show else llm
-        call = CallInfo(CALL_ID, conversation_id=args.conversation or uuid.uuid4().hex)
+        call = CallInfo(
+            CALL_ID,
+            conversation_id=args.conversation or uuid.uuid4().hex,
+            metadata=metadata,
+        )
         tools = wiring.connected_tools(args.project, project, os.environ)
 
         def build(catalog: ToolCatalog) -> ProjectEngine:
@@ -126,6 +139,17 @@ def run(args: argparse.Namespace) -> int:
         tool_loops.close()
         store.close()
     return 0
+
+
+def parse_metadata(pairs: list[str]) -> dict[str, str]:
+    """``--metadata KEY=VALUE`` options as session metadata; raises ConfigError on a bad one."""
+    metadata: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise ConfigError(f"--metadata {pair!r}: write KEY=VALUE")
+        metadata[key.strip()] = value
+    return metadata
 
 
 async def _chat_with_tools(

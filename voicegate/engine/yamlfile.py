@@ -5,9 +5,16 @@ it starts on and the line of each key; every sequence is a :class:`LineList`, wh
 the line of each item. So a loader can say ``skills/x/memory.yml:12: ...`` (contract §9:
 error messages name the file and key).
 
-Booleans follow YAML 1.2, as Mantle's loader reads them: only ``true``/``false`` (in any of
-the usual capitalisations) are booleans, so ``on: activate`` (an ``utter`` trigger), ``then:
-no`` or a value ``yes`` stay strings instead of turning into YAML 1.1 booleans.
+Plain scalars are typed as YAML 1.2 (the core schema) types them, as Mantle's loader reads
+them, not as PyYAML's YAML 1.1 does:
+
+- only ``true``/``false`` (in any of the usual capitalisations) are booleans, so ``on:
+  activate`` (an ``utter`` trigger), ``then: no`` or a value ``yes`` stay strings;
+- ``1e3``, ``1.0e3`` and ``1E-3`` are floats (YAML 1.1 wants a point and a signed exponent);
+- ``10:30`` is the text ``10:30`` (YAML 1.1: the sexagesimal 630), ``2026-12-05`` the text
+  ``2026-12-05`` (YAML 1.1: a date, which memory cannot hold), ``0755`` the integer 755
+  (YAML 1.1: octal); ``0o755`` and ``0x1F`` are octal and hexadecimal. ``_`` between digits
+  is still read, as both PyYAML and ruamel read it.
 """
 
 from __future__ import annotations
@@ -86,14 +93,47 @@ class _LineLoader(FastSafeLoader):  # type: ignore[valid-type, misc]
 
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
-# Own copy of the resolver table without YAML 1.1's yes/no/on/off booleans (YAML 1.2 core).
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_YAML_11_ONLY = frozenset({_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _TIMESTAMP_TAG})
+# Own copy of the resolver table with YAML 1.2 core booleans and numbers, and no timestamps.
 _LineLoader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL_TAG]
+    first: [(tag, pattern) for tag, pattern in resolvers if tag not in _YAML_11_ONLY]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _LineLoader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+_DIGITS = "[0-9][0-9_]*"
+_EXPONENT = "[eE][-+]?[0-9]+"
+_LineLoader.add_implicit_resolver(
+    _FLOAT_TAG,
+    re.compile(
+        rf"^(?:[-+]?{_DIGITS}(?:\.[0-9_]*)?{_EXPONENT}|[-+]?{_DIGITS}\.[0-9_]*"
+        rf"|[-+]?\.[0-9_]+(?:{_EXPONENT})?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+.0123456789"),
+)
+_LineLoader.add_implicit_resolver(
+    _INT_TAG,
+    re.compile(rf"^(?:[-+]?{_DIGITS}|0o[0-7_]+|0x[0-9a-fA-F_]+)$"),
+    list("-+0123456789"),
+)
+
+
+def _construct_int(loader: _LineLoader, node: ScalarNode) -> int:
+    """A YAML 1.2 integer: decimal (a leading zero is not octal), ``0o`` octal, ``0x`` hex."""
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-")
+    for prefix, base in (("0x", 16), ("0o", 8)):
+        if digits.startswith(prefix):
+            return sign * int(digits[len(prefix) :], base)
+    return sign * int(digits, 10)
+
+
+_LineLoader.add_constructor(_INT_TAG, _construct_int)
 
 
 def _construct_line_dict(loader: _LineLoader, node: MappingNode) -> LineDict:

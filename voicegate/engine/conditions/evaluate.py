@@ -50,7 +50,11 @@ def holds(condition: Condition, read: MemoryReader) -> bool:
     try:
         return evaluate(condition, read)
     except ConditionError as error:
-        log.warning("condition %r treated as false: %s", condition.source, error)
+        # An unset field in an ordering comparison is the everyday case the contract names
+        # (§3.3: "None < 3" fails closed), not a mistake: a warning on every evaluation
+        # would bury the real ones (a text field compared with a number).
+        level = logging.DEBUG if error.unset else logging.WARNING
+        log.log(level, "condition %r treated as false: %s", condition.source, error)
         return False
 
 
@@ -86,7 +90,8 @@ def _comparison(node: Comparison, read: MemoryReader) -> bool:
         except TypeError:
             raise ConditionError(
                 f"cannot compare {left!r} {symbol} {right!r} ({type(left).__name__} with "
-                f"{type(right).__name__})"
+                f"{type(right).__name__})",
+                unset=left is None or right is None,
             ) from None
         if not outcome:
             return False

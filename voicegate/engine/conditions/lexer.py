@@ -1,9 +1,11 @@
 """Splitting a condition into tokens (contract §3.2).
 
 Names are dotted words (``session.card_replace.selected_card_id``; a skill id may contain
-``-``). Numbers may carry a leading ``-``: there is no arithmetic, so a minus sign can only
-start a negative literal. Strings are single- or double-quoted, with ``\\`` escaping the next
-character.
+``-``). Numbers are written as Python writes them, since conditions "behave like Python"
+(contract §3.2): ``10``, ``-2``, ``2.5``, ``.5``, ``5.``, ``1e3``, ``1.5E-2``, ``1_000``. A
+number may carry a leading sign: there is no arithmetic, so a sign can only start a literal. A
+number with a point or an exponent is a float, as in Python. Strings are single- or
+double-quoted, with ``\\`` escaping the next character.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class TokenKind(enum.Enum):
     OPEN = "("
     CLOSE = ")"
     END = "end"
+    ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +42,21 @@ class Token:
 
 _SEGMENT = r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*"
 _NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*(?:\.{_SEGMENT})*")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?![A-Za-z0-9_.])")
+_DIGITS = r"\d(?:_?\d)*"
+_NUMBER = re.compile(
+    rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][-+]?{_DIGITS})?"
+    r"(?![A-Za-z0-9_.])"
+)
 _OPERATOR = re.compile(r"==|!=|<=|>=|<|>")
 
 
 def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``, ending with an END token; raises ConditionError on a stray char."""
+    """The tokens of ``text``, ending with an END token, or with an ERROR token at a stray char.
+
+    The ERROR token carries the message; the parser raises it when it reaches that point, so
+    a mistake it finds earlier in the text is reported first (``x in ["a", "b"]`` is told
+    about ``in``, not about ``[``).
+    """
     tokens: list[Token] = []
     position = 0
     while position < len(text):
@@ -52,7 +64,10 @@ def tokenize(text: str) -> list[Token]:
         if char.isspace():
             position += 1
             continue
-        token = _token_at(text, position)
+        try:
+            token = _token_at(text, position)
+        except ConditionError as error:
+            return [*tokens, Token(TokenKind.ERROR, text[position:], position + 1, str(error))]
         tokens.append(token)
         position += len(token.text)
     tokens.append(Token(TokenKind.END, "", len(text) + 1))
@@ -81,7 +96,8 @@ def _token_at(text: str, position: int) -> Token:
 def _with_value(token: Token) -> Token:
     if token.kind is not TokenKind.NUMBER:
         return token
-    number: float | int = float(token.text) if "." in token.text else int(token.text)
+    is_float = any(mark in token.text for mark in ".eE")
+    number: float | int = float(token.text) if is_float else int(token.text)
     return Token(token.kind, token.text, token.column, number)
 
 

@@ -73,7 +73,10 @@ class _Parser:
 
     @property
     def _current(self) -> Token:
-        return self._tokens[self._index]
+        token = self._tokens[self._index]
+        if token.kind is TokenKind.ERROR:
+            raise ConditionError(str(token.value))
+        return token
 
     def _advance(self) -> Token:
         token = self._current
@@ -111,7 +114,14 @@ class _Parser:
         while self._current.kind is TokenKind.OPERATOR:
             operator = cast(ComparisonOperator, self._advance().text)
             rest.append((operator, self._operand()))
+        self._refuse_not_in()
         return Comparison(first, tuple(rest)) if rest else first
+
+    def _refuse_not_in(self) -> None:
+        # ``x not in [...]`` would otherwise be told about ``not``, not about ``in``
+        after = self._tokens[self._index + 1] if self._index + 1 < len(self._tokens) else None
+        if self._at_word("not") and after is not None and after.text == "in":
+            raise ConditionError(f"{_ADVICE['in']} (column {after.column})")
 
     def _operand(self) -> Node:
         token = self._current

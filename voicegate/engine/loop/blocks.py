@@ -104,7 +104,9 @@ async def _advance(turn: Turn) -> Phase | None:
     # Every step may write memory or run a tool: a speculative turn waits for its go-ahead.
     await turn.channel.go_ahead()
     if cursor is None:
-        await end_top(turn, "completed")
+        # A complete_when completion the caller's words find due (its turn was cut short
+        # before the model told a tool's result) asks nothing: the model reads the words.
+        await end_top(turn, "completed", ask=not turn.words_unanswered)
         return None
     steps = turn.skill(frame.skill_id).body.blocks[cursor.block_id].steps
     if cursor.index >= len(steps):
@@ -286,10 +288,29 @@ async def _instructions(
     turn: Turn, frame: SkillFrame, cursor: BlockCursor, step: InstructionsStep
 ) -> Phase | None:
     if step.complete_when is not None and turn.holds(step.complete_when):
+        if cursor.engaged and turn.unspoken_results:
+            return Phase.MODEL  # the model tells the tool's result first (as completion_due)
         await jump(turn, frame, step)
         return None
     cursor.engaged = True
     return Phase.MODEL
+
+
+def held_for_answer(turn: Turn) -> bool:
+    """Whether a completion held until the model answered (tool results unspoken) is due."""
+    frame = turn.dialogue.active
+    if frame is None:
+        return False
+    cursor = frame.cursor
+    if cursor is None:
+        return completion_due(turn, frame)
+    steps = turn.skill(frame.skill_id).body.blocks[cursor.block_id].steps
+    step = steps[cursor.index] if cursor.index < len(steps) else None
+    return (
+        isinstance(step, InstructionsStep)
+        and step.complete_when is not None
+        and turn.holds(step.complete_when)
+    )
 
 
 async def model_answered(turn: Turn) -> None:

@@ -24,6 +24,7 @@ from voicegate.engine.loop.sentences import SentenceSplitter
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.project.response_model import (
     END_CALL,
+    ENGINE_PLACEHOLDERS,
     TRANSFER_TO,
     ButtonSource,
     Placeholder,
@@ -66,7 +67,8 @@ async def deliver(turn: Turn, name: str, skill_id: str | None, **engine_values: 
     if variant is None:
         log.warning("response %r: no variant applies; nothing delivered (fails closed)", name)
         return None
-    text = fill_placeholders(turn, variant, skill_id or response.owner).strip()
+    text = fill_placeholders(turn, variant, skill_id or response.owner)
+    text = _fill_engine_values(text, name, engine_values).strip()
     if not text:
         return None
     if isinstance(variant.buttons, ButtonSource):
@@ -114,6 +116,14 @@ def _deliver_bundled(turn: Turn, name: str, values: dict[str, str]) -> str | Non
         return None
     text = template.format_map(_Keep(values))
     speak(turn, text)
+    return text
+
+
+def _fill_engine_values(text: str, name: str, values: dict[str, str]) -> str:
+    """A project's rewording of an engine response keeps the engine's placeholders."""
+    for key in ENGINE_PLACEHOLDERS.get(name, ()):
+        if key in values:
+            text = text.replace("{" + key + "}", values[key])
     return text
 
 

@@ -14,7 +14,9 @@ leaves the word to the model.
 response fires on the write that turns its condition from false to true, once per activation
 ("the first time the condition becomes true", skill.md reference): not again when it turns
 false and true again. voicegate's choice: only the active skill's triggers speak; a
-condition that turned true while the skill was parked fires when it resumes.
+condition that turned true while the skill was parked fires when it resumes. An entry with
+both ``on: activate`` and ``when:`` ("an entry may set both") speaks once per activation: at
+activation when its condition holds then, else on the write that first makes it true.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from voicegate.engine.loop.flows import engine_managed
 from voicegate.engine.loop.responses import ANYTHING_ELSE, ASK_TO_CONTINUE, deliver
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.memory.schema import FieldRef
+from voicegate.engine.project.skill_model import UtterTrigger
 
 EndOutcome = Literal["completed", "cancelled"]
 
@@ -45,8 +48,8 @@ async def activate_skill(
     reset_memory(turn, skill_id)
     turn.record("skill_activated", skill_id)
     _take_utter_baseline(turn, skill_id)
-    for trigger in turn.skill(skill_id).frontmatter.utter:
-        if trigger.on_activate:
+    for key, trigger in _keyed_utters(turn, skill_id):
+        if trigger.on_activate and _fires_on_activation(turn, key, trigger):
             await deliver(turn, trigger.response, skill_id)
     if block_id is not None:
         enter_block(turn, frame, block_id, "entry")
@@ -95,8 +98,11 @@ def resume_top(turn: Turn) -> None:
         turn.record("skill_resumed", frame.skill_id, *_position(turn, frame))
 
 
-async def end_top(turn: Turn, outcome: EndOutcome) -> None:
-    """Pop the top frame (completed or cancelled) and hand control to the frame below."""
+async def end_top(turn: Turn, outcome: EndOutcome, *, ask: bool = True) -> None:
+    """Pop the top frame (completed or cancelled) and hand control to the frame below.
+
+    ``ask=False`` leaves out the completion question when the stack empties.
+    """
     frame = turn.dialogue.stack.pop()
     turn.dialogue.resume_offered = False
     for cursor in reversed(frame.blocks):
@@ -105,7 +111,7 @@ async def end_top(turn: Turn, outcome: EndOutcome) -> None:
     turn.record("skill_completed" if outcome == "completed" else "skill_cancelled", frame.skill_id)
     # a lifecycle skill (session start, ...) ending is not the user's task being done
     lifecycle = engine_managed(turn.skill(frame.skill_id))
-    await _after_pop(turn, "cancelled" if lifecycle else outcome)
+    await _after_pop(turn, "cancelled" if lifecycle else outcome, ask=ask)
 
 
 async def drop_offered(turn: Turn) -> None:
@@ -116,10 +122,10 @@ async def drop_offered(turn: Turn) -> None:
     await _after_pop(turn, "cancelled")
 
 
-async def _after_pop(turn: Turn, outcome: EndOutcome) -> None:
+async def _after_pop(turn: Turn, outcome: EndOutcome, *, ask: bool = True) -> None:
     top = turn.dialogue.top
     if top is None:
-        if outcome == "completed" and await deliver(turn, ANYTHING_ELSE, None):
+        if outcome == "completed" and ask and await deliver(turn, ANYTHING_ELSE, None):
             turn.wait = True  # the stack is empty after a delivered response (§7.6)
         return
     if top.parked is Parked.DELEGATION:
@@ -134,12 +140,27 @@ async def _after_pop(turn: Turn, outcome: EndOutcome) -> None:
 def completion_due(turn: Turn, frame: SkillFrame) -> bool:
     """Whether the skill's ``complete_when`` condition marks its prose flow complete.
 
-    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5).
+    With ``criteria`` the skill ends only through ``complete_skill`` (contract §2.5). When the
+    model has not yet read results of its tool calls that no response presented, a completion
+    after which the engine would wait (the completion question, a resume offer) is held for
+    one more model request: a tool's ``llm_response`` "is what the LLM reads" (tools
+    reference), and the caller should hear it before "anything else?". A delegating parent
+    resumes at once, as its model call reads the results.
     """
     completion = turn.skill(frame.skill_id).frontmatter.complete_when
     if completion is None or completion.condition is None or completion.criteria:
         return False
-    return frame.cursor is None and turn.holds(completion.condition)
+    if frame.cursor is not None or not turn.holds(completion.condition):
+        return False
+    return not (turn.unspoken_results and _ending_waits(turn, frame))
+
+
+def _ending_waits(turn: Turn, frame: SkillFrame) -> bool:
+    """Whether ending ``frame`` leaves the engine asking the user (no delegating parent)."""
+    stack = turn.dialogue.stack
+    position = next(i for i, on_stack in enumerate(stack) if on_stack is frame)
+    below = stack[position - 1] if position > 0 else None
+    return below is None or below.parked is not Parked.DELEGATION
 
 
 async def fire_utters(turn: Turn) -> None:
@@ -147,10 +168,9 @@ async def fire_utters(turn: Turn) -> None:
     frame = turn.dialogue.active
     if frame is None:
         return
-    for trigger in turn.skill(frame.skill_id).frontmatter.utter:
+    for key, trigger in _keyed_utters(turn, frame.skill_id):
         if trigger.when is None:
             continue
-        key = (frame.skill_id, trigger.response)
         now = turn.holds(trigger.when)
         before = turn.dialogue.utter_truth.get(key, False)
         turn.dialogue.utter_truth[key] = now
@@ -159,10 +179,38 @@ async def fire_utters(turn: Turn) -> None:
             await deliver(turn, trigger.response, frame.skill_id)
 
 
-def _take_utter_baseline(turn: Turn, skill_id: str) -> None:
+def _keyed_utters(turn: Turn, skill_id: str) -> list[tuple[tuple[str, str], UtterTrigger]]:
+    """Each ``utter`` entry with the key its state is kept under: (skill id, response name).
+
+    A response named by several entries (one per condition) keys its later entries
+    ``<name>#2``, ``#3``..., so each fires on its own condition.
+    """
+    seen: dict[str, int] = {}
+    keyed = []
     for trigger in turn.skill(skill_id).frontmatter.utter:
+        count = seen[trigger.response] = seen.get(trigger.response, 0) + 1
+        name = trigger.response if count == 1 else f"{trigger.response}#{count}"
+        keyed.append(((skill_id, name), trigger))
+    return keyed
+
+
+def _fires_on_activation(turn: Turn, key: tuple[str, str], trigger: UtterTrigger) -> bool:
+    """``on: activate`` speaks now; with ``when:`` too, only if the condition holds now.
+
+    An entry with both speaks once per activation: now if its condition holds, else on the
+    write that first makes it true (``fire_utters``), never twice (contract-decisions.md).
+    """
+    if trigger.when is None:
+        return True
+    if not turn.holds(trigger.when):
+        return False
+    turn.dialogue.utter_fired.add(key)
+    return True
+
+
+def _take_utter_baseline(turn: Turn, skill_id: str) -> None:
+    for key, trigger in _keyed_utters(turn, skill_id):
         if trigger.when is not None:
-            key = (skill_id, trigger.response)
             turn.dialogue.utter_truth[key] = turn.holds(trigger.when)
             turn.dialogue.utter_fired.discard(key)
 

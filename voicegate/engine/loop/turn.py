@@ -20,7 +20,11 @@ class Turn:
     ``said`` holds the verbatim responses delivered so far; ``wait`` is set by anything that
     ends the turn waiting for the user (contract §7.6); ``model_calls`` counts model steps;
     ``offered`` names the tools of the latest model request (a call of any other is refused
-    with this list, so the model reads what it may call).
+    with this list, so the model reads what it may call); ``unspoken_results`` is set from a
+    tool call whose result no response presented until the model's next request, which
+    reads it (a ``complete_when`` that would move on without the model waits for that one);
+    ``words`` is set when the turn's input is words for the model (not a ``set:`` tap, a
+    silence timeout or ``/session_start``).
     """
 
     session: Session
@@ -30,6 +34,13 @@ class Turn:
     wait: bool = False
     model_calls: int = 0
     offered: tuple[str, ...] = ()
+    unspoken_results: bool = False
+    words: bool = False
+
+    @property
+    def words_unanswered(self) -> bool:
+        """Whether the caller's words of this turn have not reached the model yet."""
+        return self.words and self.model_calls == 0
 
     @property
     def turn_id(self) -> str:

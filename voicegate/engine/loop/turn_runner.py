@@ -28,7 +28,7 @@ from typing import Any
 
 from voicegate.engine.history import ToolCallSource, ToolExecuted, UserUttered
 from voicegate.engine.llm.port import AssistantMessage, Message, ToolCall, ToolResultMessage
-from voicegate.engine.loop.blocks import Phase, model_answered, run_ready_steps
+from voicegate.engine.loop.blocks import Phase, held_for_answer, model_answered, run_ready_steps
 from voicegate.engine.loop.button_taps import apply_tap, is_set_payload
 from voicegate.engine.loop.calls import call_tool, owner_of
 from voicegate.engine.loop.flows import SESSION_START, skill_flows
@@ -37,13 +37,14 @@ from voicegate.engine.loop.framework.offer import LISTEN, Offer, framework_offer
 from voicegate.engine.loop.model_step import ask_model
 from voicegate.engine.loop.prompt import build_prompt
 from voicegate.engine.loop.session import Session
-from voicegate.engine.loop.skills import activate_skill
+from voicegate.engine.loop.skills import activate_skill, fire_utters
 from voicegate.engine.loop.stream import TurnChannel
 from voicegate.engine.loop.toolbox import offered_tools, skill_tool
 from voicegate.engine.loop.turn import Turn
 from voicegate.engine.seam import (
     SESSION_START_INPUT,
     ButtonPress,
+    SilenceTimeout,
     TurnEnded,
     UserInput,
     user_text,
@@ -61,7 +62,7 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
     # A set: tap's raw payload stays out of the model's view (contract §2.7)
     text = (user.title or "(tapped a button)") if isinstance(user, ButtonPress) and tap else None
     session.history.append(UserUttered(channel.turn_id, text or user_text(user)))
-    turn = Turn(session, channel)
+    turn = Turn(session, channel, words=_words(user, tap))
     try:
         if tap is not None:
             await apply_tap(turn, tap)
@@ -77,6 +78,12 @@ async def run_turn(session: Session, user: UserInput, channel: TurnChannel) -> N
         channel.emit(TurnEnded(channel.turn_id, "error", problem))
         return
     channel.emit(TurnEnded(channel.turn_id, "completed"))
+
+
+def _words(user: UserInput, tap: str | None) -> bool:
+    """Whether the input is words for the model: said, typed, keyed or a plain button."""
+    silent = isinstance(user, SilenceTimeout) or user_text(user) == SESSION_START_INPUT
+    return tap is None and not silent
 
 
 async def _loop(turn: Turn) -> str | None:
@@ -96,16 +103,24 @@ async def _loop(turn: Turn) -> str | None:
         messages = [prompt, *earlier, *this_turn]
         tools = _tools(turn, offer)
         turn.offered = tuple(spec.name for spec in tools)
+        # This request reads the results: whatever the model does next, nothing waits longer.
+        held, turn.unspoken_results = turn.unspoken_results, False
         reply = await ask_model(session.llm, messages, tools, turn.channel, fresh=not this_turn)
         this_turn.append(reply)
         if not reply.tool_calls:
             await model_answered(turn)
+            if held and held_for_answer(turn):
+                continue  # what waited for the model to tell a tool's result goes on now
             return None
         if _listens(reply):
             _record(turn, reply.tool_calls[0], {"listening": True}, "ok")
             return None
         for call in reply.tool_calls:
             this_turn.append(await _dispatch(turn, call))
+            if not turn.channel.ending:
+                # "on the memory write that first makes it true" (contract §7.5 step 5):
+                # before the next call of the batch speaks its own on_success
+                await fire_utters(turn)
     return None
 
 
@@ -142,7 +157,10 @@ async def _dispatch(turn: Turn, call: ToolCall) -> ToolResultMessage:
         await turn.channel.go_ahead()  # a speculative turn runs no effect before confirmed
     if is_framework_tool(call.name):
         return await run_framework_call(turn, call)
+    responses = len(turn.said)
     message = await call_tool(turn, call)
+    if len(turn.said) == responses:
+        turn.unspoken_results = True  # no on_success/on_failure presented what it returned
     if not _recorded(turn, call):
         # A held call (awaiting confirmation): recorded with its interim result, so the
         # conversation the model reads on later turns keeps every call paired.

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from voicegate.engine.memory.coercion import coerce
 from voicegate.engine.memory.fields import PROJECT
 from voicegate.engine.memory.schema import FieldRef, MemorySchema
 from voicegate.engine.memory.store import MemoryStore
@@ -64,7 +65,8 @@ class MemoryState:
         """Seed ``seed: true`` project fields from session metadata, then apply initial values.
 
         Contract §4.4 leaves the metadata mapping open (§11 question 4); here a metadata key
-        equal to the entry name seeds it, once, at session start. Fields that already hold a
+        equal to the entry name seeds it, once, at session start, coerced to the field's type
+        as ``set_fields`` coerces. Fields that already hold a
         value (a resumed conversation) are left alone. Returns the fields written.
         """
         written: list[FieldRef] = []
@@ -72,8 +74,9 @@ class MemoryState:
             ref = FieldRef(PROJECT, entry)
             if not declared.seed or entry not in metadata or self.value(ref) is not None:
                 continue
-            value = declared.normalized(metadata[entry])
-            problem = declared.value_problem(value)
+            # Channel metadata is text (Twilio <Parameter>, SIP headers, query strings), so a
+            # seed is read as set_fields reads a value: "3" for an int, "true" for a bool.
+            value, problem = coerce(declared, declared.normalized(metadata[entry]))
             if problem is not None:
                 log.warning("session metadata %r not seeded: %s", entry, problem)
                 continue

@@ -49,6 +49,11 @@ class ButtonSource:
 END_CALL = "end_call"
 #: Response metadata naming where to transfer the call once the response was heard.
 TRANSFER_TO = "transfer_to"
+#: Placeholders the engine fills in its own responses, also when a project rewords one
+#: (contract §5.7): the resume offer names the paused skill.
+ENGINE_PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "utter_ask_wants_to_continue": frozenset({"skill"}),
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from voicegate.engine.project.condition_sites import parse_at
 from voicegate.engine.project.problems import Problems
 from voicegate.engine.project.response_model import (
     END_CALL,
+    ENGINE_PLACEHOLDERS,
     TRANSFER_TO,
     ButtonSource,
     Placeholder,
@@ -211,6 +212,8 @@ def _placeholders(
 ) -> tuple[Placeholder, ...] | None:
     found = []
     for match in _PLACEHOLDER.finditer(text):
+        if match["body"] in ENGINE_PLACEHOLDERS.get(name, ()):
+            continue  # the engine fills it (``{skill}`` in a reworded resume offer)
         placeholder = _placeholder(match["body"], match.group())
         problem = _placeholder_problem(placeholder, file.scope)
         if problem:

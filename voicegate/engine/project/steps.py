@@ -9,7 +9,8 @@ hook, or a separate ``execute_tool`` step). ``utter:`` on a collect step is refu
 
 Also checked, as the contract infers from CALM (§6.4, §9.2 [inf]): duplicate step ids,
 ``next``/``then``/``else`` targets that name no step, ``else`` not last, a ``noop`` without
-``next``, and a ``link`` step that is not last (an ``END`` step may follow it) or has ``next``.
+``next``, and a ``link`` step that is not last or has ``next``. A link may stand before an
+``END`` step, or before a step that a ``next:`` jumps to (the end of one id-written branch).
 Branch targets are step ids; nested step lists are refused (§11 question 18).
 """
 
@@ -357,12 +358,22 @@ def _check_structure(steps: list[Step], site: _Site) -> None:
                 codes.DUPLICATE_STEP_ID, f"step id {step.step_id!r} is used twice", step.line
             )
         seen.setdefault(step.step_id, step.line)
+    targets = {branch.target for step in steps for branch in getattr(step, "next", ())}
     for position, step in enumerate(steps):
-        if isinstance(step, LinkStep) and any(
-            not isinstance(later, EndStep) for later in steps[position + 1 :]
+        following = steps[position + 1] if position + 1 < len(steps) else None
+        # A link never falls through. The step after it runs only when a next: jumps to it,
+        # as a branch written with step ids does (no nested lists, §11 question 18).
+        if (
+            isinstance(step, LinkStep)
+            and following is not None
+            and not isinstance(following, EndStep)
+            and following.step_id not in targets
         ):
             site.report(
-                codes.STEP_INVALID, f"link step {step.step_id!r} must be the last step", step.line
+                codes.STEP_INVALID,
+                f"link step {step.step_id!r} must be the last step: step "
+                f"{following.step_id!r} after it is the target of no next:, so it never runs",
+                step.line,
             )
         for branch in getattr(step, "next", ()):
             if branch.target != END and branch.target not in seen:

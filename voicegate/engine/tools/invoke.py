@@ -145,6 +145,12 @@ def _reraise_swallowed_cancellation() -> None:
 
 
 def _checked_result(tool: InvocableTool, result: Any) -> ToolOutcome:
+    if result is None:
+        # A tool that only writes or sends returns a bare ToolResult() (tools reference); one
+        # that falls off its end did its work too, and must not be reported as failed (its
+        # on_failure would tell the caller so). Said once in the log, not to the caller.
+        log.warning("tool %r returned None; read as ToolResult()", tool.name)
+        return ToolOutcome.ok(None)
     if not isinstance(result, ToolResult):
         return ToolOutcome.failure(
             ToolExecutionError(
