@@ -23,6 +23,11 @@ class Limits:
     idle_timeout_s: float = 30.0
     # A call is closed (1008) after this many seconds (Twilio's own maximum is 4 hours).
     max_call_s: float = 14400.0
+    # A provider that echoes marks (Twilio `mark`, Plivo `playedStream`, ...) and has echoed
+    # none for this many seconds after the audio before it should have played is closed
+    # (1008): it reads none of what it is sent. Counted from the end of that audio, so what
+    # the provider holds (playout.send_ahead_ms) is not part of it (gateway/playout.py).
+    playback_ack_timeout_s: float = 10.0
     # WebSocket ping interval: a ping goes out when nothing came in for a whole interval, and
     # a peer that sends nothing within half an interval after it is dropped (websocket.py).
     heartbeat_s: float = 20.0
