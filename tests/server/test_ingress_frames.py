@@ -6,11 +6,13 @@ Each attack runs beside a healthy call on the same gateway, which must complete 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from websockets.asyncio.client import ClientConnection
 
 from tests.server.raw_ws import frame, raw_websocket, server_close
@@ -74,6 +76,29 @@ async def test_library_closes_say_why() -> None:
             writer.write(bytes([0x83, 0x80]) + os.urandom(4))  # reserved opcode 3
             assert await server_close(reader) == (1002, "Unexpected opcode=3")
         await ends_normally(healthy)
+
+
+async def test_a_close_with_a_code_no_peer_may_send_is_failed_with_1002(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """RFC 6455 §7.4: 1006 must never be sent and codes from 5000 up are undefined; both are
+    failed with 1002 like the codes aiohttp refuses itself, and the call is recorded so."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway.server")
+    async with running_gateway(ScriptedRunner()) as gateway, healthy_call(gateway) as healthy:
+        for code in (1006, 5000, 65535):
+            async with raw_websocket(gateway) as (reader, writer):
+                writer.write(frame(0x8, struct.pack("!H", code) + b"bye"))
+                assert await server_close(reader) == (1002, f"Invalid close code: {code}")
+        for payload in (b"", struct.pack("!H", 4000)):  # no code (§5.5.1); a private code
+            async with raw_websocket(gateway) as (reader, writer):
+                writer.write(frame(0x8, payload))
+                assert await server_close(reader) == (1000, "")
+        await ends_normally(healthy)
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended.count("1002 websocket: Invalid close code: 5000") == 1
+    assert ended.count("1002 websocket: Invalid close code: 1006") == 1
 
 
 async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:

@@ -5,6 +5,11 @@ aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
 
 - closes it makes itself (1002 bad frame, 1007 invalid UTF-8, 1009 too big) carry no reason;
   here they carry the parser's own message (RFC 6455 §7.1.6 allows a reason on every close);
+- it answers a peer's close frame with 1000 whatever its code; RFC 6455 §7.4 lets a peer send
+  only the codes defined there or registered (3000-4999), never 1005, 1006 or 1015 (§7.4.1),
+  and §7.4.2 ranks any other code with the malformed frames that fail the connection
+  (§7.1.7: 1002). aiohttp itself refuses most of them (999, 1004, 1005, 1015, 2999) but takes
+  1006 and everything from 5000 up; those get 1002 here too;
 - it accepts unmasked client frames; RFC 6455 §5.1 says a server MUST close the connection
   on one. aiohttp's reader has no switch for it, so a small scanner in front of the reader
   follows frame boundaries and fails the first unmasked frame with 1002. The scanner is
@@ -44,6 +49,22 @@ _LIBRARY_REASONS = {
     WSCloseCode.INVALID_TEXT: "text frame is not valid UTF-8",
     WSCloseCode.MESSAGE_TOO_BIG: "message too big",
 }
+
+
+#: Codes a peer may put in a close frame below 3000 (RFC 6455 §7.4.1 and the IANA registry
+#: it opens; 1004 is reserved, 1005, 1006 and 1015 must never be sent). 0 is aiohttp's value
+#: for a close frame without a code, which §5.5.1 allows.
+_SENDABLE_CLOSE_CODES = frozenset({0, *range(1000, 1004), *range(1007, 1015)})
+
+
+def close_code_valid(code: int) -> bool:
+    """Whether a peer may close with ``code`` (RFC 6455 §7.4): else it fails with 1002."""
+    return code in _SENDABLE_CLOSE_CODES or 3000 <= code <= 4999
+
+
+def invalid_close_code(code: int) -> str:
+    """The reason a close with ``code`` is failed (aiohttp's words for the codes it refuses)."""
+    return f"Invalid close code: {code}"
 
 
 def close_reason(reason: str) -> bytes:
@@ -177,8 +198,17 @@ class GatewayWebSocket(web.WebSocketResponse):
             return False
         if not message and code in _LIBRARY_REASONS:
             message = close_reason(self._library_reason(code))
+        if not message and (peer := self._invalid_peer_close()) is not None:
+            code, message = WSCloseCode.PROTOCOL_ERROR, invalid_close_code(peer).encode()
         await self._stop_other_reader()
         return await super().close(code=code, message=message, drain=drain)
+
+    def _invalid_peer_close(self) -> int | None:
+        """The peer's close code when this close answers one no peer may send (RFC 6455 §7.4)."""
+        peer = self.close_code  # set to the peer's code by aiohttp before its automatic answer
+        if self._closing and peer is not None and not close_code_valid(peer):
+            return peer
+        return None
 
     async def _stop_other_reader(self) -> None:
         # When another task is inside receive(), aiohttp's close breaks that read and then
@@ -243,6 +273,9 @@ class WebSocketTransport:
                 # A malformed frame or an oversized message; aiohttp already closed the socket
                 # with the matching code (e.g. 1009), this says why to the session.
                 raise RemoteProtocolError(f"websocket: {message.data}")
+            case WSMsgType.CLOSE if not close_code_valid(message.data):
+                # Already answered with 1002 (GatewayWebSocket.close): a protocol error.
+                raise RemoteProtocolError(f"websocket: {invalid_close_code(message.data)}")
             case WSMsgType.CLOSE:  # the peer's close frame (RFC 6455 §5.5.1): its hang-up
                 reason = f": {message.extra}" if message.extra else ""
                 self._peer_close = f"the peer closed the connection ({message.data}{reason})"
