@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from unittest import mock
 
 import pytest
@@ -112,3 +113,32 @@ async def test_a_peer_gone_during_the_upgrade_leaves_nothing_to_close() -> None:
     await socket.prepare(request)
     await socket.write_eof()
     assert not await socket.close()
+
+
+async def test_a_peer_that_reads_nothing_is_dropped_when_its_call_is_closed() -> None:
+    """A peer that stopped reading (here it floods pings and reads none of the pongs, so the
+    send buffers fill and the call's reader waits on them) cannot complete a closing
+    handshake: closing its call drops the TCP connection (RFC 6455 §7.1.7). It used to wait
+    for the unread data to drain, so the drain, and the gateway's shutdown, never ended."""
+    async with running_gateway(ScriptedRunner()) as gateway:
+        peer = socket.socket()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a deaf peer's window
+        peer.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(peer, ("127.0.0.1", gateway.port))
+        async with raw_websocket(gateway, sock=peer) as (reader, writer):
+            await started_call((reader, writer))
+            writer.transport.pause_reading()
+            writer.write(frame(0x9, b"p" * 125) * 50_000)  # 6 MB of pongs to read, unread
+            await asyncio.sleep(1)  # the gateway answered until its send buffers filled
+            drain = await asyncio.wait_for(gateway.drain(0), 10)
+            assert drain == DrainResult(finished=0, closed=1)
+            await eventually(lambda: not gateway.calls.active, "the call to end")
+            writer.transport.resume_reading()
+            with pytest.raises(ConnectionResetError):  # dropped, not closed in order
+                await asyncio.wait_for(read_to_the_end(reader), 10)
+
+
+async def read_to_the_end(reader: asyncio.StreamReader) -> None:
+    """Read until EOF (raises if the connection was reset)."""
+    while await reader.read(1 << 20):
+        pass

@@ -16,6 +16,13 @@ aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
   installed through ``_post_start``, aiohttp's private hook (checked by
   tests/server/test_ingress_frames.py).
 
+Its close waits for everything queued before the close frame to be sent, without a bound:
+behind a peer that reads nothing (so the kernel's and asyncio's send buffers are full) the
+call never ended, and asyncio kept the socket open as long as data waited in its buffer. Such
+a connection is failed instead (RFC 6455 §7.1.7: the TCP connection dropped), since no close
+frame could reach the peer anyway; a closed connection still holding unsent data is dropped
+at once for the same reason.
+
 It also makes aiohttp's heartbeat cheap per message. aiohttp re-arms the ping timer after
 every read, through a ``call_soon`` and a timer computation, on every frame of every call:
 2-8 µs of the server's 30-40 µs per media message with it on against off (100 connections
@@ -149,6 +156,7 @@ class GatewayWebSocket(web.WebSocketResponse):
     """aiohttp's WebSocket response that refuses unmasked frames and explains its closes."""
 
     _data_seen = False  # anything read since the heartbeat last looked
+    _wire: asyncio.Transport | None = None  # the TCP connection, once upgraded
 
     def _on_data_received(self) -> None:
         # aiohttp calls this on every read while a heartbeat is set (its own re-arms the timer).
@@ -187,6 +195,7 @@ class GatewayWebSocket(web.WebSocketResponse):
         guarded = _MaskedOnly(self._parser, self._reader)
         request.protocol.set_parser(guarded, data_received_cb=callback)
         request.protocol.keep_alive(False)  # no HTTP keep-alive on a WebSocket
+        self._wire = request.transport
 
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
         """Close, waiting for the peer's close frame; a close aiohttp makes on a bad frame
@@ -200,8 +209,33 @@ class GatewayWebSocket(web.WebSocketResponse):
             message = close_reason(self._library_reason(code))
         if not message and (peer := self._invalid_peer_close()) is not None:
             code, message = WSCloseCode.PROTOCOL_ERROR, invalid_close_code(peer).encode()
+        if self._peer_reads_nothing():
+            return self._fail_connection()
         await self._stop_other_reader()
-        return await super().close(code=code, message=message, drain=drain)
+        closed = await super().close(code=code, message=message, drain=drain)
+        if self._wire is not None and self._wire.get_write_buffer_size():
+            self._wire.abort()  # closed, but asyncio would hold it open until the peer reads
+        return closed
+
+    def _peer_reads_nothing(self) -> bool:
+        """Whether more than the high-water mark waits to be sent: the peer stopped reading."""
+        wire = self._wire
+        if wire is None or wire.is_closing():
+            return False
+        return wire.get_write_buffer_size() > wire.get_write_buffer_limits()[1]
+
+    def _fail_connection(self) -> bool:
+        """Drop the TCP connection without a closing handshake (RFC 6455 §7.1.7).
+
+        aiohttp's close would wait for the unread data to drain, forever; worse, the drain
+        waiter it shares may be one a cancelled send left cancelled, which raised
+        CancelledError into the call closing it (recorded as "call cancelled").
+        """
+        assert self._wire is not None
+        self._set_closed()
+        self._close_code = WSCloseCode.ABNORMAL_CLOSURE
+        self._wire.abort()
+        return True
 
     def _invalid_peer_close(self) -> int | None:
         """The peer's close code when this close answers one no peer may send (RFC 6455 §7.4)."""
