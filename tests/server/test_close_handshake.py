@@ -22,6 +22,7 @@ from tests.server.raw_ws import Raw, frame, raw_websocket, server_close
 from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.codecs.base import Codec
 from voicegate.gateway.calls import DrainResult
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.transport import CallGate, Transport
 from voicegate.gateway.websocket import GatewayWebSocket
 
@@ -120,7 +121,8 @@ async def test_a_peer_that_reads_nothing_is_dropped_when_its_call_is_closed() ->
     send buffers fill and the call's reader waits on them) cannot complete a closing
     handshake: closing its call drops the TCP connection (RFC 6455 §7.1.7). It used to wait
     for the unread data to drain, so the drain, and the gateway's shutdown, never ended."""
-    async with running_gateway(ScriptedRunner()) as gateway:
+    pings = Limits(control_messages_burst=1_000_000, control_messages_per_s=1_000_000)
+    async with running_gateway(ScriptedRunner(), limits=pings) as gateway:
         peer = socket.socket()
         peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a deaf peer's window
         peer.setblocking(False)

@@ -101,6 +101,47 @@ async def test_a_close_with_a_code_no_peer_may_send_is_failed_with_1002(
     assert ended.count("1002 websocket: Invalid close code: 1006") == 1
 
 
+async def test_a_ping_flood_is_closed_with_1008_while_a_healthy_call_goes_on() -> None:
+    """aiohttp answers every ping, without a limit and without yielding to other calls while
+    pings are buffered: the peer's pings now count as messages without audio."""
+    limits = Limits(control_messages_burst=50, control_messages_per_s=10)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, writer):
+            await asyncio.wait_for(reader.readexactly(23), 10)  # {"dialect": "twilio"}
+            writer.write(frame(0x9, b"ping") * 40)  # within the burst: answered
+            for _ in range(40):
+                assert await asyncio.wait_for(reader.readexactly(6), 10) == b"\x8a\x04ping"
+            writer.write(frame(0x9, b"ping") * 1000)
+            reason = (
+                "more than 50 pings at once, or over 10 a second (limits.control_messages_per_s)"
+            )
+            assert await server_close(reader) == (1008, reason)
+        await ends_normally(healthy)
+
+
+async def test_a_peer_gone_while_its_pings_are_answered_is_a_lost_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pong to a peer that has just reset the connection raised out of aiohttp's
+    receive(): the call was logged as crashed (1011) instead of as a lost connection."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway")
+    async with running_gateway(ScriptedRunner()) as gateway:
+        for _ in range(3):
+            async with raw_websocket(gateway) as (reader, writer):
+                await asyncio.wait_for(reader.readexactly(23), 10)  # {"dialect": "twilio"}
+                writer.write(frame(0x9, b"p" * 125) * 100)
+                writer.transport.abort()
+        await eventually(lambda: not gateway.calls.active, "the calls to end")
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended == ["1006 the connection was lost"] * 3
+    assert not [r for r in caplog.records if "crashed" in r.getMessage()]
+
+
 async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:
     limits = Limits(heartbeat_s=0.5)
     async with (

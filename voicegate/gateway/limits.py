@@ -55,6 +55,7 @@ class Limits:
     # prompts) per second of one call, times media_max_speed ...
     control_messages_per_s: float = 100.0
     # ... and at once; beyond, the call is closed (1008). Providers send a few a second.
+    # A peer's WebSocket pings have a bucket of their own with this rate and burst.
     control_messages_burst: int = 200
     # New requests (webhooks, upgrades, pages) per second from one client address ...
     requests_per_ip_per_s: float = 20.0

@@ -583,6 +583,8 @@ class _Routes:
             heartbeat=limits.heartbeat_s,
             protocols=protocols,  # e.g. Jambonz's audio.jambonz.org
         )
+        # A peer's pings are messages without audio too (gateway/websocket.py).
+        socket.limit_pings(limits.control_messages_per_s, limits.control_messages_burst)
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
         try:
