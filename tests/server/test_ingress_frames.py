@@ -228,6 +228,35 @@ async def test_idle_and_half_sent_http_connections_are_closed() -> None:
         await ends_normally(healthy)
 
 
+async def test_a_webhook_body_sent_a_byte_at_a_time_is_refused_with_408() -> None:
+    """The headers came in time, the body trickles (a slowloris on the body): it gets
+    http_idle_timeout_s like the headers, where it used to hold its handler indefinitely."""
+    limits = Limits(http_idle_timeout_s=0.5)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits, twilio=TwilioOptions()) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+        writer.write(
+            b"POST /twilio/voice HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n"
+        )
+
+        async def trickle() -> None:
+            for _ in range(100):  # 10 s at most
+                writer.write(b"a")
+                await asyncio.sleep(0.1)
+
+        dripping = asyncio.create_task(trickle())
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n"), 10)
+        finally:
+            dripping.cancel()
+            writer.close()
+        assert head == b"HTTP/1.1 408 Request Timeout\r\n"
+        await ends_normally(healthy)
+
+
 async def test_a_non_ascii_signature_is_refused_with_403() -> None:
     twilio = TwilioOptions(auth_token="s3cret")
     async with running_gateway(ScriptedRunner(), twilio=twilio) as gateway:

@@ -32,7 +32,8 @@ class Limits:
     # a peer that sends nothing within half an interval after it is dropped (websocket.py).
     heartbeat_s: float = 20.0
     # An HTTP connection with no complete request for this long is closed (keep-alive idle,
-    # silent sockets and half-sent headers alike).
+    # silent sockets and half-sent headers alike); a body not all sent this long after its
+    # headers is answered 408 (gateway/admission.py).
     http_idle_timeout_s: float = 15.0
     # Upgraded sockets waiting for their `start` at once (they hold no call slot) ...
     max_waiting_for_start: int = 100

@@ -80,6 +80,7 @@ from voicegate.gateway.admission import (
     StartGate,
     address,
     basic_refusal,
+    body_deadline,
     request_base,
     twilio_token_check,
     twilio_token_parameter,
@@ -156,6 +157,7 @@ def build_app(
     to this application instead of a new one."""
     routes = _Routes(runner, options, calls, call_ids, metrics, call_logs)
     app = web.Application() if app is None else app
+    app.middlewares.append(body_deadline(options.limits.http_idle_timeout_s))
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
     if board is not None:
