@@ -5,11 +5,11 @@ aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
 
 - closes it makes itself (1002 bad frame, 1007 invalid UTF-8, 1009 too big) carry no reason;
   here they carry the parser's own message (RFC 6455 §7.1.6 allows a reason on every close);
-- it answers a peer's close frame with 1000 whatever its code; RFC 6455 §7.4 lets a peer send
-  only the codes defined there or registered (3000-4999), never 1005, 1006 or 1015 (§7.4.1),
-  and §7.4.2 ranks any other code with the malformed frames that fail the connection
-  (§7.1.7: 1002). aiohttp itself refuses most of them (999, 1004, 1005, 1015, 2999) but takes
-  1006 and everything from 5000 up; those get 1002 here too;
+- it answers a peer's close frame with 1000 whatever its code. RFC 6455 §7.4.1 forbids
+  1005, 1006 and 1015 in a close frame and §7.4.2 defines no code below 1000 or from 5000 up;
+  aiohttp fails most such closes with 1002 (999, 1004, 1005, 1015, 2999), as the Autobahn
+  test suite expects of a server (its case 7.9), but takes 1006 and everything from 5000 up:
+  those get 1002 here too, and the call records the protocol error;
 - it accepts unmasked client frames; RFC 6455 §5.1 says a server MUST close the connection
   on one. aiohttp's reader has no switch for it, so a small scanner in front of the reader
   follows frame boundaries and fails the first unmasked frame with 1002. The scanner is
