@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from unittest import mock
 
@@ -144,3 +145,33 @@ async def read_to_the_end(reader: asyncio.StreamReader) -> None:
     """Read until EOF (raises if the connection was reset)."""
     while await reader.read(1 << 20):
         pass
+
+
+async def talks_on(transport: Transport, codec: Codec, gate: CallGate) -> None:
+    """A runner that sends audio as fast as the socket takes it, as a long bot turn would."""
+    while True:  # until the gateway ends the call
+        await transport.send(b"\0" * 65536)
+        await asyncio.sleep(0)  # as the media loop yields between frames
+
+
+async def test_a_send_to_a_peer_that_reads_nothing_ends_its_call_with_a_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without marks to miss (Jambonz, FreeSWITCH, Genesys), a peer that stops reading is
+    seen when a send waits on it: after limits.send_timeout_s its call ends (1008). The send
+    used to wait forever, and the call with it."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway")
+    async with running_gateway(talks_on, limits=Limits(send_timeout_s=0.5)) as gateway:
+        peer = socket.socket()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        peer.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(peer, ("127.0.0.1", gateway.port))
+        async with raw_websocket(gateway, sock=peer) as (_, writer):
+            writer.transport.pause_reading()  # reads nothing from here on
+            await eventually(lambda: not gateway.calls.active, "the call to end")
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended == [
+        "1008 the peer read nothing of what it was sent for 0.5 s (limits.send_timeout_s)"
+    ]

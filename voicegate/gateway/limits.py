@@ -28,6 +28,9 @@ class Limits:
     # (1008): it reads none of what it is sent. Counted from the end of that audio, so what
     # the provider holds (playout.send_ahead_ms) is not part of it (gateway/playout.py).
     playback_ack_timeout_s: float = 10.0
+    # A send to a peer that has read nothing for this many seconds (the socket's buffers
+    # full: it stopped reading) ends its call (1008); what a provider without marks needs.
+    send_timeout_s: float = 10.0
     # WebSocket ping interval: a ping goes out when nothing came in for a whole interval, and
     # a peer that sends nothing within half an interval after it is dropped (websocket.py).
     heartbeat_s: float = 20.0

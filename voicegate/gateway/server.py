@@ -595,7 +595,7 @@ class _Routes:
             # The peer gave up during the handshake (e.g. its open timeout under load).
             log.info("%s upgrade abandoned by the peer: %s", request.path, error)
             return socket
-        transport = WebSocketTransport(socket)
+        transport = WebSocketTransport(socket, limits.send_timeout_s)
         call_id = self._call_ids(dialect)
         codec = codec_for(call_id)
         admitted = self._calls.admit(call_id, dialect, transport, address(request))

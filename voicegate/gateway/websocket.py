@@ -239,7 +239,7 @@ class GatewayWebSocket(web.WebSocketResponse):
             message = close_reason(self._library_reason(code))
         if not message and (peer := self._invalid_peer_close()) is not None:
             code, message = WSCloseCode.PROTOCOL_ERROR, invalid_close_code(peer).encode()
-        if self._peer_reads_nothing():
+        if self.peer_reads_nothing():
             return self._fail_connection()
         await self._stop_other_reader()
         closed = await super().close(code=code, message=message, drain=drain)
@@ -247,7 +247,7 @@ class GatewayWebSocket(web.WebSocketResponse):
             self._wire.abort()  # closed, but asyncio would hold it open until the peer reads
         return closed
 
-    def _peer_reads_nothing(self) -> bool:
+    def peer_reads_nothing(self) -> bool:
         """Whether more than the high-water mark waits to be sent: the peer stopped reading."""
         wire = self._wire
         if wire is None or wire.is_closing():
@@ -301,8 +301,9 @@ class GatewayWebSocket(web.WebSocketResponse):
 class WebSocketTransport:
     """One accepted WebSocket as a message channel (text as ``str``, binary as ``bytes``)."""
 
-    def __init__(self, socket: web.WebSocketResponse) -> None:
+    def __init__(self, socket: GatewayWebSocket, send_timeout_s: float = 10.0) -> None:
         self._socket = socket
+        self._send_timeout_s = send_timeout_s
         self._closing = False  # this side started the close
         self._close_over = asyncio.Event()  # that close has finished (handshake or timeout)
         self._sent_close: tuple[int, str] | None = None
@@ -352,13 +353,28 @@ class WebSocketTransport:
         if self._socket.closed or self._closing:
             return
         try:
-            if isinstance(message, str):
-                await self._socket.send_str(message)
-            else:
-                await self._socket.send_bytes(message)
+            if not self._socket.peer_reads_nothing():
+                await self._send(message)
+                return
+            # A send now waits for the peer to read (aiohttp's flow control): a peer that
+            # reads nothing at all would hold it, and the call's media loop, forever.
+            async with asyncio.timeout(self._send_timeout_s):
+                await self._send(message)
         except ConnectionError:
             # The peer vanished mid-send; the next receive() reports the end of the call.
             return
+        except TimeoutError:
+            seconds = self._send_timeout_s
+            raise PolicyViolationError(
+                f"the peer read nothing of what it was sent for {seconds:g} s"
+                " (limits.send_timeout_s)"
+            ) from None
+
+    async def _send(self, message: str | bytes) -> None:
+        if isinstance(message, str):
+            await self._socket.send_str(message)
+        else:
+            await self._socket.send_bytes(message)
 
     async def close(self, code: int, reason: str) -> None:
         """Close with a status code and a reason.
