@@ -304,6 +304,9 @@ class WebSocketTransport:
     def __init__(self, socket: GatewayWebSocket, send_timeout_s: float = 10.0) -> None:
         self._socket = socket
         self._send_timeout_s = send_timeout_s
+        # A send timed out: later ones are dropped. aiohttp's drain waiter, cancelled by the
+        # timeout, stays in place and would raise CancelledError into the next sender.
+        self._stalled = False
         self._closing = False  # this side started the close
         self._close_over = asyncio.Event()  # that close has finished (handshake or timeout)
         self._sent_close: tuple[int, str] | None = None
@@ -349,8 +352,8 @@ class WebSocketTransport:
         return None  # CLOSE, CLOSING, CLOSED, or the connection was lost
 
     async def send(self, message: str | bytes) -> None:
-        """Send one frame; a no-op once the connection is closing, closed or lost."""
-        if self._socket.closed or self._closing:
+        """Send one frame; a no-op once the connection is closing, closed, lost or stalled."""
+        if self._socket.closed or self._closing or self._stalled:
             return
         try:
             if not self._socket.peer_reads_nothing():
@@ -364,6 +367,7 @@ class WebSocketTransport:
             # The peer vanished mid-send; the next receive() reports the end of the call.
             return
         except TimeoutError:
+            self._stalled = True
             seconds = self._send_timeout_s
             raise PolicyViolationError(
                 f"the peer read nothing of what it was sent for {seconds:g} s"
