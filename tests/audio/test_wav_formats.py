@@ -86,6 +86,56 @@ def test_32_bit_integer_scales_down_to_16_bits(tmp_path: Path) -> None:
     assert samples.tolist() == [32767, -32768, 0x1234, 0]
 
 
+def bits_in_32(data: bytes, bits: int) -> bytes:
+    """A plain PCM file of 4-byte containers whose header declares ``bits`` valid bits."""
+    content = bytearray(wave_file(PCM, data, bits=32))
+    content[34:36] = struct.pack("<H", bits)  # wBitsPerSample, after tag .. nBlockAlign
+    return bytes(content)
+
+
+def test_24_bits_at_the_bottom_of_32_bit_containers_read_at_full_level(tmp_path: Path) -> None:
+    # ALSA's S24_LE (arecord -f S24_LE): the value in the low three bytes, the top byte a sign
+    # extension or zero. Read as 32-bit samples, it was 48 dB too quiet.
+    values = [0x7FFFFF, -0x800000, 0x000180, -0x000180, 0x123456]
+    extended = np.array(values, dtype="<i4").tobytes()
+    zero_top = np.array(values, dtype="<i4").view("<u4") & 0xFFFFFF
+    expected = [32767, -32768, 2, -2, 0x1234]  # as the same values in 3-byte containers
+    for data in (extended, zero_top.astype("<u4").tobytes()):
+        path = tmp_path / "s24.wav"
+        path.write_bytes(bits_in_32(b"\0" * 4 * 20_000 + data, 24))  # silence first
+        audio = read_wav(path)
+        assert audio.samples[20_000:].tolist() == expected
+        assert audio.notes() == (
+            "its 24-bit samples sit in the low bits of 32-bit containers (as ALSA's S24_LE): "
+            "read so",
+        )
+
+
+def test_24_bits_at_the_top_of_32_bit_containers_read_as_32_bit_samples(tmp_path: Path) -> None:
+    # Where WAVE_FORMAT_EXTENSIBLE puts valid bits: the top of the container, zeros below.
+    data = (np.array([0x7FFFFF, -0x800000, 0x000100, 0x123456], dtype="<i4") << 8).tobytes()
+    path = tmp_path / "top.wav"
+    path.write_bytes(bits_in_32(data, 24))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == [32767, -32768, 1, 0x1234]
+    assert audio.notes() == ()
+
+
+def test_audio_in_a_second_data_chunk_is_named_not_dropped_silently(tmp_path: Path) -> None:
+    # A WAVE form holds one data chunk (RIFF); readers play the first, so does voicegate, and
+    # it says how much audio the second one holds instead of losing it without a word.
+    first = SPEECHLIKE.astype("<i2").tobytes()
+    second = chunk(b"data", b"\1\0" * 1600)  # 100 ms at 16 kHz
+    path = tmp_path / "two.wav"
+    path.write_bytes(wave_file(PCM, first, after=chunk(b"LIST", b"INFOxxxx") + second))
+    audio = read_wav(path)
+    assert audio.samples.tolist() == SPEECHLIKE.tolist()
+    assert audio.notes() == (
+        "100 ms of audio in a second data chunk is not read: a WAV file holds one (RIFF/WAVE), "
+        "and only the first is played",
+    )
+
+
 @pytest.mark.parametrize(("dtype", "bits"), [("<f4", 32), ("<f8", 64)])
 def test_float_is_clipped_to_full_scale_and_nan_is_silence(
     tmp_path: Path, dtype: str, bits: int

@@ -389,3 +389,45 @@ async def test_the_gateway_records_the_close_the_peer_got(
     assert code == 1002
     ended = [r.getMessage() for r in caplog.records if " ended: " in r.getMessage()]
     assert ended == [f"call {ended[0].split()[1]} ended: 1002 {reason}"]
+
+
+async def test_a_peer_that_never_plays_our_audio_is_closed_while_a_healthy_call_completes(
+    tmp_path: Path,
+) -> None:
+    """A peer that streams audio but echoes no mark (it reads or plays none of the bot's
+    audio: providers.md §b.1 says a mark comes back once played or cleared) is closed when
+    its oldest mark is ``playback_ack_timeout_s`` overdue, not kept up to ``max_call_s``."""
+    speech = ulaw_encode(recording(BALANCE)).tobytes()
+    frames = [speech[i : i + 160] for i in range(0, len(speech) - 159, 160)]
+
+    async def stream(socket: ClientConnection) -> None:
+        for count in range(1, 1500):  # at most 30 s of audio, at twice real time
+            frame = frames[count - 1] if count <= len(frames) else b"\xff" * 160
+            media = {"track": "inbound", "chunk": str(count), "payload": b64(frame)}
+            message = {"event": "media", "streamSid": ATTACK_STREAM, "media": media}
+            try:
+                await socket.send(json.dumps(message))
+            except ConnectionClosed:
+                return
+            await asyncio.sleep(0.01)
+
+    async def deaf() -> Close:
+        async with connect(world.url) as socket:
+            await socket.send(start_message())
+            # Reads (and drops) what it gets, so it sees the close frame; echoes nothing.
+            _, close = await asyncio.gather(stream(socket), closed(socket))
+            return close
+
+    limits = replace_limits(playback_ack_timeout_s=1.0)
+    async with gateway_for(tmp_path, ["check my balance"], limits=limits) as world:
+        code, reason = await beside_a_healthy_call(world, deaf())
+    assert code == 1008
+    assert reason == (
+        "no playback acknowledgement 1 s after the audio was due to play"
+        " (limits.playback_ack_timeout_s)"
+    )
+    timeline = world.runner.timeline(ATTACK_SID)
+    assert timeline is not None
+    (error,) = timeline.named("protocol_error")
+    spoke_at = timeline.named("bot_speaking")[0]["t_ms"]
+    assert spoke_at < error["t_ms"] < spoke_at + 4000  # the bot's first words, then 1 s

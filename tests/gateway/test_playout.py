@@ -195,3 +195,37 @@ def test_the_default_send_ahead_rides_out_a_300_ms_stall_of_the_media_loop() -> 
     assert sent_ms - stall_ends > 0  # the caller still had audio when the loop came back
     sent_ms += audio_ms(playout.release(now_ms=stall_ends)[0])
     assert sent_ms - stall_ends <= defaults.send_ahead_ms  # and no more than the send-ahead
+
+
+def test_a_mark_is_late_only_after_its_audio_was_due_to_play() -> None:
+    # 400 ms sent ahead: the mark of a 200 ms segment sent at 0 is due at 200, when its audio
+    # has played; lateness counts from there, so the send-ahead is never counted as late.
+    playout = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=400)
+    playout.enqueue(segment("one", 200))
+    playout.enqueue(segment("two", 200))
+    commands, _ = playout.release(now_ms=0)
+    first, second = [c.name for c in commands if isinstance(c, SetMark)]
+    assert playout.due  # checked on every frame while a mark is awaited
+    assert playout.ack_late_ms(now_ms=200) == 0
+    assert playout.ack_late_ms(now_ms=900) == 700
+    playout.mark_reached(first, now_ms=900)
+    assert playout.ack_late_ms(now_ms=900) == 500  # the second was due at 400
+    playout.mark_reached(second, now_ms=900)
+    assert playout.ack_late_ms(now_ms=5000) == 0
+    assert not playout.due
+
+
+def test_a_cut_or_a_provider_pause_makes_no_mark_late() -> None:
+    cleared = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=400)
+    cleared.enqueue(segment("one", 200))
+    cleared.release(now_ms=0)
+    cleared.cut(now_ms=100)  # the provider echoes the cleared mark, ignored
+    assert cleared.ack_late_ms(now_ms=5000) == 0
+    held = Playout(bytes_per_ms=ULAW_BYTES_PER_MS, send_ahead_ms=400, provider_pause=True)
+    held.enqueue(segment("one", 200))
+    held.release(now_ms=0)
+    held.cut(now_ms=100)  # PAUSE_MEDIA: nothing plays, so nothing is late
+    assert held.ack_late_ms(now_ms=5000) == 0
+    held.resume(now_ms=5000)  # 4.9 s held: the mark now falls due at 5100
+    assert held.ack_late_ms(now_ms=5100) == 0
+    assert held.ack_late_ms(now_ms=5300) == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import socket
 import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,9 +16,15 @@ Raw = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 @asynccontextmanager
-async def raw_websocket(gateway: Gateway, path: str = "/twilio") -> AsyncIterator[Raw]:
-    """A WebSocket opened by hand, to send frames no client library would."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+async def raw_websocket(
+    gateway: Gateway, path: str = "/twilio", sock: socket.socket | None = None
+) -> AsyncIterator[Raw]:
+    """A WebSocket opened by hand, to send frames no client library would (over ``sock``,
+    a socket connected to the gateway, when given)."""
+    if sock is None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+    else:
+        reader, writer = await asyncio.open_connection(sock=sock)
     key = base64.b64encode(os.urandom(16)).decode("ascii")
     writer.write(
         (

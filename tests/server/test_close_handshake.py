@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import socket
 from unittest import mock
 
 import pytest
@@ -21,6 +23,7 @@ from tests.server.raw_ws import Raw, frame, raw_websocket, server_close
 from tests.server.server_kit import ScriptedRunner, eventually, running_gateway
 from voicegate.codecs.base import Codec
 from voicegate.gateway.calls import DrainResult
+from voicegate.gateway.limits import Limits
 from voicegate.gateway.transport import CallGate, Transport
 from voicegate.gateway.websocket import GatewayWebSocket
 
@@ -112,3 +115,63 @@ async def test_a_peer_gone_during_the_upgrade_leaves_nothing_to_close() -> None:
     await socket.prepare(request)
     await socket.write_eof()
     assert not await socket.close()
+
+
+async def test_a_peer_that_reads_nothing_is_dropped_when_its_call_is_closed() -> None:
+    """A peer that stopped reading (here it floods pings and reads none of the pongs, so the
+    send buffers fill and the call's reader waits on them) cannot complete a closing
+    handshake: closing its call drops the TCP connection (RFC 6455 §7.1.7). It used to wait
+    for the unread data to drain, so the drain, and the gateway's shutdown, never ended."""
+    pings = Limits(control_messages_burst=1_000_000, control_messages_per_s=1_000_000)
+    async with running_gateway(ScriptedRunner(), limits=pings) as gateway:
+        peer = socket.socket()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a deaf peer's window
+        peer.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(peer, ("127.0.0.1", gateway.port))
+        async with raw_websocket(gateway, sock=peer) as (reader, writer):
+            await started_call((reader, writer))
+            writer.transport.pause_reading()
+            writer.write(frame(0x9, b"p" * 125) * 50_000)  # 6 MB of pongs to read, unread
+            await asyncio.sleep(1)  # the gateway answered until its send buffers filled
+            drain = await asyncio.wait_for(gateway.drain(0), 10)
+            assert drain == DrainResult(finished=0, closed=1)
+            await eventually(lambda: not gateway.calls.active, "the call to end")
+            writer.transport.resume_reading()
+            with pytest.raises(ConnectionResetError):  # dropped, not closed in order
+                await asyncio.wait_for(read_to_the_end(reader), 10)
+
+
+async def read_to_the_end(reader: asyncio.StreamReader) -> None:
+    """Read until EOF (raises if the connection was reset)."""
+    while await reader.read(1 << 20):
+        pass
+
+
+async def talks_on(transport: Transport, codec: Codec, gate: CallGate) -> None:
+    """A runner that sends audio as fast as the socket takes it, as a long bot turn would."""
+    while True:  # until the gateway ends the call
+        await transport.send(b"\0" * 65536)
+        await asyncio.sleep(0)  # as the media loop yields between frames
+
+
+async def test_a_send_to_a_peer_that_reads_nothing_ends_its_call_with_a_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without marks to miss (Jambonz, FreeSWITCH, Genesys), a peer that stops reading is
+    seen when a send waits on it: after limits.send_timeout_s its call ends (1008). The send
+    used to wait forever, and the call with it."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway")
+    async with running_gateway(talks_on, limits=Limits(send_timeout_s=0.5)) as gateway:
+        peer = socket.socket()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        peer.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(peer, ("127.0.0.1", gateway.port))
+        async with raw_websocket(gateway, sock=peer) as (_, writer):
+            writer.transport.pause_reading()  # reads nothing from here on
+            await eventually(lambda: not gateway.calls.active, "the call to end")
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended == [
+        "1008 the peer read nothing of what it was sent for 0.5 s (limits.send_timeout_s)"
+    ]

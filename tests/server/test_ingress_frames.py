@@ -6,11 +6,13 @@ Each attack runs beside a healthy call on the same gateway, which must complete 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from websockets.asyncio.client import ClientConnection
 
 from tests.server.raw_ws import frame, raw_websocket, server_close
@@ -74,6 +76,70 @@ async def test_library_closes_say_why() -> None:
             writer.write(bytes([0x83, 0x80]) + os.urandom(4))  # reserved opcode 3
             assert await server_close(reader) == (1002, "Unexpected opcode=3")
         await ends_normally(healthy)
+
+
+async def test_a_close_with_a_code_no_peer_may_send_is_failed_with_1002(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """RFC 6455 §7.4: 1006 must never be sent and codes from 5000 up are undefined; both are
+    failed with 1002 like the codes aiohttp refuses itself, and the call is recorded so."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway.server")
+    async with running_gateway(ScriptedRunner()) as gateway, healthy_call(gateway) as healthy:
+        for code in (1006, 5000, 65535):
+            async with raw_websocket(gateway) as (reader, writer):
+                writer.write(frame(0x8, struct.pack("!H", code) + b"bye"))
+                assert await server_close(reader) == (1002, f"Invalid close code: {code}")
+        for payload in (b"", struct.pack("!H", 4000)):  # no code (§5.5.1); a private code
+            async with raw_websocket(gateway) as (reader, writer):
+                writer.write(frame(0x8, payload))
+                assert await server_close(reader) == (1000, "")
+        await ends_normally(healthy)
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended.count("1002 websocket: Invalid close code: 5000") == 1
+    assert ended.count("1002 websocket: Invalid close code: 1006") == 1
+
+
+async def test_a_ping_flood_is_closed_with_1008_while_a_healthy_call_goes_on() -> None:
+    """aiohttp answers every ping, without a limit and without yielding to other calls while
+    pings are buffered: the peer's pings now count as messages without audio."""
+    limits = Limits(control_messages_burst=50, control_messages_per_s=10)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        async with raw_websocket(gateway) as (reader, writer):
+            await asyncio.wait_for(reader.readexactly(23), 10)  # {"dialect": "twilio"}
+            writer.write(frame(0x9, b"ping") * 40)  # within the burst: answered
+            for _ in range(40):
+                assert await asyncio.wait_for(reader.readexactly(6), 10) == b"\x8a\x04ping"
+            writer.write(frame(0x9, b"ping") * 1000)
+            reason = (
+                "more than 50 pings at once, or over 10 a second (limits.control_messages_per_s)"
+            )
+            assert await server_close(reader) == (1008, reason)
+        await ends_normally(healthy)
+
+
+async def test_a_peer_gone_while_its_pings_are_answered_is_a_lost_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pong to a peer that has just reset the connection raised out of aiohttp's
+    receive(): the call was logged as crashed (1011) instead of as a lost connection."""
+    caplog.set_level(logging.INFO, logger="voicegate.gateway")
+    async with running_gateway(ScriptedRunner()) as gateway:
+        for _ in range(3):
+            async with raw_websocket(gateway) as (reader, writer):
+                await asyncio.wait_for(reader.readexactly(23), 10)  # {"dialect": "twilio"}
+                writer.write(frame(0x9, b"p" * 125) * 100)
+                writer.transport.abort()
+        await eventually(lambda: not gateway.calls.active, "the calls to end")
+    ended = [
+        r.getMessage().split(" ", 3)[-1] for r in caplog.records if " ended: " in r.getMessage()
+    ]
+    assert ended == ["1006 the connection was lost"] * 3
+    assert not [r for r in caplog.records if "crashed" in r.getMessage()]
 
 
 async def test_a_half_open_websocket_is_dropped_by_the_heartbeat() -> None:
@@ -159,6 +225,35 @@ async def test_idle_and_half_sent_http_connections_are_closed() -> None:
             async with asyncio.timeout(10):
                 assert await reader.read() == b""  # closed by the gateway
             writer.close()
+        await ends_normally(healthy)
+
+
+async def test_a_webhook_body_sent_a_byte_at_a_time_is_refused_with_408() -> None:
+    """The headers came in time, the body trickles (a slowloris on the body): it gets
+    http_idle_timeout_s like the headers, where it used to hold its handler indefinitely."""
+    limits = Limits(http_idle_timeout_s=0.5)
+    async with (
+        running_gateway(ScriptedRunner(), limits=limits, twilio=TwilioOptions()) as gateway,
+        healthy_call(gateway) as healthy,
+    ):
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+        writer.write(
+            b"POST /twilio/voice HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n"
+        )
+
+        async def trickle() -> None:
+            for _ in range(100):  # 10 s at most
+                writer.write(b"a")
+                await asyncio.sleep(0.1)
+
+        dripping = asyncio.create_task(trickle())
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n"), 10)
+        finally:
+            dripping.cancel()
+            writer.close()
+        assert head == b"HTTP/1.1 408 Request Timeout\r\n"
         await ends_normally(healthy)
 
 

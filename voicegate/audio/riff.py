@@ -11,7 +11,11 @@ accepts (docs/replay.md, "What it streams"):
   whose missing bytes :attr:`WaveChunks.missing` counts, unless the size is 2 GiB or more
   (arecord writing to a pipe declares 2 GiB: a placeholder too); an RF64 file's real size
   is in its ds64 chunk;
-- a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk.
+- a writer that left out the pad byte after an odd-sized chunk is followed to the next chunk;
+- a WAVE form holds one ``data`` chunk (RIFF's ``<wave-data>``; Microsoft's "Multimedia
+  Programming Interface and Data Specifications 1.0"): audio in further ``data`` chunks is
+  not read, as other readers do not read it, but counted (:attr:`WaveChunks.unread`) so the
+  reader can say so.
 
 It reads chunk headers from a seekable stream and never the audio itself, so a long recording
 is decoded block by block (:mod:`voicegate.audio.wav`) instead of held twice in memory.
@@ -22,7 +26,7 @@ from __future__ import annotations
 import os
 import string
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from voicegate.errors import AudioFormatError
@@ -74,6 +78,7 @@ class WaveChunks:
     data_offset: int
     data_size: int  # the bytes of audio the file holds
     missing: int = 0  # the bytes the data chunk declares beyond the end of the file
+    unread: int = 0  # the bytes of audio in ``data`` chunks after the first (not read)
 
 
 def parse_wave(stream: BinaryIO) -> WaveChunks:
@@ -100,9 +105,24 @@ def parse_wave(stream: BinaryIO) -> WaveChunks:
                 raise AudioFormatError("the data chunk comes before any fmt chunk")
             # RF64 (EBU Tech 3306): a 32-bit size of 0xFFFFFFFF defers to the ds64 chunk's.
             real = data64 if size == 0xFFFFFFFF and data64 else size
-            return _data_chunk(fmt, start, real, file_size)
+            chunks = _data_chunk(fmt, start, real, file_size)
+            after = _later_data(stream, chunks.data_offset + chunks.data_size, real, file_size)
+            return replace(chunks, unread=after)
         offset = _next_chunk(stream, start + size, size)
     raise AudioFormatError(_no_data(fmt, chunk_id, offset - start, file_size - start))
+
+
+def _later_data(stream: BinaryIO, end: int, size: int, file_size: int) -> int:
+    """The bytes of audio in ``data`` chunks after the one of ``size`` bytes ending at ``end``."""
+    total = 0
+    offset = _next_chunk(stream, end, size)
+    while offset + _CHUNK_HEADER.size <= file_size:
+        chunk_id, size = _CHUNK_HEADER.unpack(_read_at(stream, offset, _CHUNK_HEADER.size))
+        start = offset + _CHUNK_HEADER.size
+        if chunk_id == b"data":
+            total += min(size, file_size - start)
+        offset = _next_chunk(stream, start + size, size)
+    return total
 
 
 def _ds64_data_size(body: bytes) -> int:

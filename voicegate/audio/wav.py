@@ -9,6 +9,14 @@ caller on one channel and the agent on the other, and only one of them is the ca
 How the chunks are found (extra chunks, streaming sizes, a file cut short) is in
 :mod:`voicegate.audio.riff`.
 
+Integer PCM whose header declares fewer bits than its 4-byte containers hold (24 in 32) under
+the plain PCM tag is ambiguous: WAVE_FORMAT_EXTENSIBLE puts the valid bits at the top of the
+container (Microsoft, "WAVEFORMATEXTENSIBLE": wValidBitsPerSample), while ALSA's S24_LE, which
+arecord writes so, puts them at the bottom, where reading them as 32-bit samples made the audio
+48 dB too quiet. The samples themselves tell: unused low bits are all zero at the top, and the
+unused top byte is a sign extension (or zero) at the bottom. The file is read as its samples
+say, with a note when they sit at the bottom.
+
 The audio is read and decoded a block at a time into the mono result, so reading takes the
 result's memory and a few MB more, however long and wide the file: a 10-minute 48 kHz stereo
 float recording (230 MB) is 58 MB of PCM16, where decoding it whole took 1.6 GB.
@@ -112,21 +120,40 @@ def _read(path: str | Path, stream: BinaryIO, channel: int | None) -> WavAudio:
         raise AudioFormatError(f"{path}: not a readable WAV file ({error})") from error
     fmt = chunks.format
     _check_channel(path, channel, fmt.channels)
-    scan = _Scan()
+    scan = _Scan(shift=_bottom_justified_shift(stream, chunks, width))
     samples = _read_samples(stream, chunks, width, channel, _FULL_SCALE, scan)
-    remarks: tuple[str, ...] = ()
     if fmt.tag == _FLOAT and scan.peak > _INTEGER_SCALED_PEAK:
         samples = _read_samples(stream, chunks, width, channel, 1.0, _Scan())
-        remarks = (
-            f"its float samples reach {scan.peak:.0f} where 1.0 is full scale: read as the "
-            "16-bit values they were written as",
-        )
-    elif fmt.tag == _FLOAT and scan.peak > _CLIPPED_PEAK:
-        remarks = (f"its float samples reach {scan.peak:.1f} times full scale: clipped there",)
     missing_ms = chunks.missing // (width * fmt.channels) * 1000 // fmt.sample_rate
+    remarks = _remarks(chunks, width, scan)
     return WavAudio(
         samples, fmt.sample_rate, fmt.channels, missing_ms, remarks, scan.channels_differ
     )
+
+
+def _remarks(chunks: WaveChunks, width: int, scan: _Scan) -> tuple[str, ...]:
+    """What a listener should know about how the samples were read."""
+    fmt = chunks.format
+    remarks: list[str] = []
+    if scan.shift:
+        remarks.append(
+            f"its {fmt.bits}-bit samples sit in the low bits of 32-bit containers (as ALSA's "
+            "S24_LE): read so"
+        )
+    if chunks.unread:
+        unread_ms = chunks.unread // (width * fmt.channels) * 1000 // fmt.sample_rate
+        remarks.append(
+            f"{unread_ms} ms of audio in a second data chunk is not read: a WAV file holds "
+            "one (RIFF/WAVE), and only the first is played"
+        )
+    if fmt.tag == _FLOAT and scan.peak > _INTEGER_SCALED_PEAK:
+        remarks.append(
+            f"its float samples reach {scan.peak:.0f} where 1.0 is full scale: read as the "
+            "16-bit values they were written as"
+        )
+    elif fmt.tag == _FLOAT and scan.peak > _CLIPPED_PEAK:
+        remarks.append(f"its float samples reach {scan.peak:.1f} times full scale: clipped there")
+    return tuple(remarks)
 
 
 @dataclass(slots=True)
@@ -136,6 +163,27 @@ class _Scan:
 
     peak: float = 0.0
     channels_differ: bool = False
+    shift: int = 0  # bits integer samples are moved up: valid bits at a container's bottom
+
+
+def _bottom_justified_shift(stream: BinaryIO, chunks: WaveChunks, width: int) -> int:
+    """How far up integer samples must move when their valid bits sit at the bottom of the
+    4-byte containers the plain PCM tag gives them (see the module docstring); else 0."""
+    fmt = chunks.format
+    if fmt.tag != _PCM or width != 4 or not 16 < fmt.bits < 32:
+        return 0
+    stream.seek(chunks.data_offset)
+    left = chunks.data_size // 4 * 4
+    while left and (block := stream.read(min(left, _BLOCK_FRAMES * 4))):
+        left -= len(block)
+        values = np.frombuffer(block[: len(block) // 4 * 4], dtype="<i4")
+        top = not (values & ((1 << (32 - fmt.bits)) - 1)).any()  # the low bits are padding
+        sign = values >> (fmt.bits - 1)  # all 0 or all 1 when the top is a sign extension
+        bottom = bool(((sign == 0) | (sign == -1)).all())
+        bottom = bottom or not (values.view("<u4") >> fmt.bits).any()  # or zero
+        if top != bottom:  # quiet or silent blocks fit both: the next one may tell
+            return 32 - fmt.bits if bottom else 0
+    return 0
 
 
 def _read_samples(
@@ -154,7 +202,8 @@ def _read_samples(
     stream.seek(chunks.data_offset)
     for first in range(0, len(samples), _BLOCK_FRAMES):
         data = stream.read(min(_BLOCK_FRAMES, len(samples) - first) * frame)
-        columns = _decode(fmt.tag, width, data[: len(data) - len(data) % frame], float_scale)
+        whole = data[: len(data) - len(data) % frame]
+        columns = _decode(fmt.tag, width, whole, float_scale, scan.shift)
         columns = columns.reshape(-1, fmt.channels)
         if channel is not None:
             columns = columns[:, channel - 1 : channel]
@@ -214,10 +263,10 @@ def _sample_width(fmt: WaveFormat) -> int:
 
 
 def _decode(
-    tag: int, width: int, data: bytes, float_scale: float
+    tag: int, width: int, data: bytes, float_scale: float, shift: int = 0
 ) -> npt.NDArray[np.int16 | np.float64]:
     """Samples in int16 scale: int16 where that is exact, float64 where it is not (float
-    samples times ``float_scale``)."""
+    samples times ``float_scale``; 32-bit integers moved up ``shift`` bits first)."""
     if tag == _ULAW:
         return ulaw_bytes_to_samples(data)
     if tag == _ALAW:
@@ -229,6 +278,9 @@ def _decode(
         return ((np.frombuffer(data, dtype=np.uint8).astype(np.int16) - 128) << 8).astype(np.int16)
     if width == 2:
         return np.frombuffer(data, dtype="<i2").astype(np.int16)
+    if shift:  # valid bits at the bottom: the unused top bits are dropped, the sign kept
+        moved = (np.frombuffer(data, dtype="<u4") << np.uint32(shift)).view("<i4")
+        return moved.astype(np.float64) / 65536.0
     # 24 and 32 bits: left-justify each sample in an int32, then scale down to 16 bits.
     raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)
     padded = np.zeros((len(raw), 4), dtype=np.uint8)

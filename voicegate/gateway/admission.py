@@ -9,13 +9,15 @@ reason in the body; after it, WebSocket closes with a reason.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from voicegate.codecs import CallStarted
 from voicegate.gateway.auth import (
@@ -194,3 +196,35 @@ def request_base(options: GatewayOptions, request: web.Request) -> str:
 def address(request: web.Request) -> str:
     """The client's address (the proxy's, behind a proxy)."""
     return request.remote or "unknown"
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def body_deadline(limit_s: float) -> Middleware:
+    """A middleware giving a request ``limit_s`` to send its whole body (else 408).
+
+    aiohttp's keep-alive timeout (``limits.http_idle_timeout_s``) ends connections whose
+    headers never complete, but nothing bounded the body after them: a webhook body sent a
+    byte a second held its connection and handler for as long as the sender liked (a
+    slowloris on the body). The body is read here, where aiohttp keeps it for the handler's
+    ``post()``, ``json()`` or ``read()``; a multipart body, parsed as it streams, bounds the
+    whole handler instead.
+    """
+
+    @web.middleware
+    async def deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.body_exists:
+            return await handler(request)
+        try:
+            async with asyncio.timeout(limit_s):
+                if request.content_type == "multipart/form-data":
+                    return await handler(request)
+                await request.read()
+        except TimeoutError:
+            log.info("%s: request body not received within %g s", request.path, limit_s)
+            text = f"request body not received within {limit_s:g} s (limits.http_idle_timeout_s)\n"
+            return web.Response(status=408, text=text)
+        return await handler(request)
+
+    return deadline

@@ -23,11 +23,20 @@ class Limits:
     idle_timeout_s: float = 30.0
     # A call is closed (1008) after this many seconds (Twilio's own maximum is 4 hours).
     max_call_s: float = 14400.0
+    # A provider that echoes marks (Twilio `mark`, Plivo `playedStream`, ...) and has echoed
+    # none for this many seconds after the audio before it should have played is closed
+    # (1008): it reads none of what it is sent. Counted from the end of that audio, so what
+    # the provider holds (playout.send_ahead_ms) is not part of it (gateway/playout.py).
+    playback_ack_timeout_s: float = 10.0
+    # A send to a peer that has read nothing for this many seconds (the socket's buffers
+    # full: it stopped reading) ends its call (1008); what a provider without marks needs.
+    send_timeout_s: float = 10.0
     # WebSocket ping interval: a ping goes out when nothing came in for a whole interval, and
     # a peer that sends nothing within half an interval after it is dropped (websocket.py).
     heartbeat_s: float = 20.0
     # An HTTP connection with no complete request for this long is closed (keep-alive idle,
-    # silent sockets and half-sent headers alike).
+    # silent sockets and half-sent headers alike); a body not all sent this long after its
+    # headers is answered 408 (gateway/admission.py).
     http_idle_timeout_s: float = 15.0
     # Upgraded sockets waiting for their `start` at once (they hold no call slot) ...
     max_waiting_for_start: int = 100
@@ -50,6 +59,7 @@ class Limits:
     # prompts) per second of one call, times media_max_speed ...
     control_messages_per_s: float = 100.0
     # ... and at once; beyond, the call is closed (1008). Providers send a few a second.
+    # A peer's WebSocket pings have a bucket of their own with this rate and burst.
     control_messages_burst: int = 200
     # New requests (webhooks, upgrades, pages) per second from one client address ...
     requests_per_ip_per_s: float = 20.0

@@ -30,6 +30,13 @@ of clearing it, so a false interruption resumes with ``CONTINUE_MEDIA`` exactly 
 stopped, nothing re-sent and no estimate of the playback position; the ledger's clock is held
 for as long as the provider was paused. A confirmed interruption still flushes (Asterisk's
 ``FLUSH_MEDIA`` also ends the pause).
+
+A provider that acknowledges marks must echo each one once the audio before it has played
+(Twilio ``mark``, providers.md §b.1; Plivo ``playedStream``, Vonage ``websocket:notify``,
+Asterisk ``MEDIA_MARK_PROCESSED``): that is when the audio sent before it ends on the media
+clock, since the provider holds at most ``send_ahead_ms``. :meth:`ack_late_ms` says how far
+past that moment the oldest unechoed mark is: a peer that never reads what it is sent (so
+never plays it) is late by ever more, while a playing one is late by its network delay.
 """
 
 from __future__ import annotations
@@ -118,6 +125,8 @@ class Playout:
         self._estimated: deque[tuple[MediaMs, str]] = deque()  # (due media time, mark)
         self._provider_pause = provider_pause
         self._held: tuple[MediaMs, MediaMs] | None = None  # (paused at, sent until then)
+        # Marks sent and not echoed, each with the media time its audio ends playing.
+        self._awaited: deque[tuple[str, MediaMs]] = deque()
 
     @property
     def epoch(self) -> int:
@@ -137,7 +146,8 @@ class Playout:
         inbound frames, bench/media_cost.py). The media time ``release`` records then is
         taken up at its next call, since it only keeps the latest (``max``) of them.
         """
-        return bool(self._estimated) or (bool(self._queue) and not self._paused)
+        pending = bool(self._estimated) or bool(self._awaited)
+        return pending or (bool(self._queue) and not self._paused)
 
     def enqueue(self, segment: QueuedSegment) -> None:
         """Queue a segment; stale epochs are dropped at once."""
@@ -165,6 +175,7 @@ class Playout:
         self._sent_until_ms = sent_until + paused_ms
         self.ledger.delay(paused_ms)
         self._estimated = deque((due + paused_ms, mark) for due, mark in self._estimated)
+        self._awaited = deque((mark, due + paused_ms) for mark, due in self._awaited)
 
     def release(self, now_ms: MediaMs) -> tuple[list[Command], PlayoutNews]:
         """Commands to send now so the provider holds ``send_ahead_ms`` of audio at most."""
@@ -201,6 +212,8 @@ class Playout:
             commands.append(SetMark(mark))
             if self._estimate_acks:  # played once everything sent so far has played
                 self._estimated.append((self._sent_until_ms, mark))
+            else:  # the provider echoes it once everything sent so far has played
+                self._awaited.append((mark, self._sent_until_ms))
         return commands
 
     def due_marks(self, now_ms: MediaMs) -> list[str]:
@@ -216,7 +229,19 @@ class Playout:
         if any(mark == name for mark, _ in self._unacked):
             while self._unacked and self._unacked.popleft()[0] != name:
                 pass
+        if any(mark == name for mark, _ in self._awaited):
+            while self._awaited and self._awaited.popleft()[0] != name:
+                pass
         return heard, self._drain_news()
+
+    def ack_late_ms(self, now_ms: MediaMs) -> int:
+        """How long after its audio should have played the oldest unechoed mark is (0: none).
+
+        While the provider is paused (``provider_pause``) nothing plays, so nothing is late.
+        """
+        if not self._awaited or self._held is not None:
+            return 0
+        return max(0, now_ms - self._awaited[0][1])
 
     def cut(self, now_ms: MediaMs) -> list[Command]:
         """Caller speech detected: clear the provider now and pause, keeping what is unheard.
@@ -239,6 +264,7 @@ class Playout:
         self._queue.extendleft(reversed([s for s in again if s.payload]))
         self._unacked.clear()
         self._estimated.clear()  # the provider dropped that audio; the cut settled its marks
+        self._awaited.clear()
         self._sent_until_ms = now_ms
         self._paused = True
         self._cleared = True
@@ -276,6 +302,7 @@ class Playout:
         self._sent_until_ms = now_ms
         self._unacked.clear()
         self._estimated.clear()
+        self._awaited.clear()
         # After a cut with nothing sent since, the provider holds nothing: one clear is enough.
         commands: list[Command] = [] if self._cleared else [ClearAudio()]
         self._cleared = False

@@ -80,6 +80,7 @@ from voicegate.gateway.admission import (
     StartGate,
     address,
     basic_refusal,
+    body_deadline,
     request_base,
     twilio_token_check,
     twilio_token_parameter,
@@ -156,6 +157,7 @@ def build_app(
     to this application instead of a new one."""
     routes = _Routes(runner, options, calls, call_ids, metrics, call_logs)
     app = web.Application() if app is None else app
+    app.middlewares.append(body_deadline(options.limits.http_idle_timeout_s))
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/readyz", routes.readyz)
     if board is not None:
@@ -583,6 +585,8 @@ class _Routes:
             heartbeat=limits.heartbeat_s,
             protocols=protocols,  # e.g. Jambonz's audio.jambonz.org
         )
+        # A peer's pings are messages without audio too (gateway/websocket.py).
+        socket.limit_pings(limits.control_messages_per_s, limits.control_messages_burst)
         if not socket.can_prepare(request).ok:
             return web.Response(status=426, text=f"{request.path} takes WebSocket upgrades\n")
         try:
@@ -591,7 +595,7 @@ class _Routes:
             # The peer gave up during the handshake (e.g. its open timeout under load).
             log.info("%s upgrade abandoned by the peer: %s", request.path, error)
             return socket
-        transport = WebSocketTransport(socket)
+        transport = WebSocketTransport(socket, limits.send_timeout_s)
         call_id = self._call_ids(dialect)
         codec = codec_for(call_id)
         admitted = self._calls.admit(call_id, dialect, transport, address(request))

@@ -5,11 +5,33 @@ aiohttp 3.14 leaves two RFC 6455 duties undone on the server side, which
 
 - closes it makes itself (1002 bad frame, 1007 invalid UTF-8, 1009 too big) carry no reason;
   here they carry the parser's own message (RFC 6455 §7.1.6 allows a reason on every close);
+- it answers a peer's close frame with 1000 whatever its code. RFC 6455 §7.4.1 forbids
+  1005, 1006 and 1015 in a close frame and §7.4.2 defines no code below 1000 or from 5000 up;
+  aiohttp fails most such closes with 1002 (999, 1004, 1005, 1015, 2999), as the Autobahn
+  test suite expects of a server (its case 7.9), but takes 1006 and everything from 5000 up:
+  those get 1002 here too, and the call records the protocol error;
 - it accepts unmasked client frames; RFC 6455 §5.1 says a server MUST close the connection
   on one. aiohttp's reader has no switch for it, so a small scanner in front of the reader
   follows frame boundaries and fails the first unmasked frame with 1002. The scanner is
   installed through ``_post_start``, aiohttp's private hook (checked by
   tests/server/test_ingress_frames.py).
+
+Its close waits for everything queued before the close frame to be sent, without a bound:
+behind a peer that reads nothing (so the kernel's and asyncio's send buffers are full) the
+call never ended, and asyncio kept the socket open as long as data waited in its buffer. Such
+a connection is failed instead (RFC 6455 §7.1.7: the TCP connection dropped), since no close
+frame could reach the peer anyway; a closed connection still holding unsent data is dropped
+at once for the same reason.
+
+aiohttp answers every ping inside ``receive()``, without yielding while pings are buffered
+and without any limit: one socket flooding empty pings made the event loop, every call's media
+with it, late by 0.53 s at the 99th percentile of a 10 ms ticker (median of three runs; 90 ms
+with 125-byte pings), and a pong to a peer that had just left raised out of ``receive()``, so
+the call was logged as crashed (1011). Here a peer's pings share a token bucket with the
+limits of other messages without audio (``limits.control_messages_per_s``; a flood ends the
+call with 1008), and a pong that finds the peer gone leaves the next read to report the lost
+connection. The same flood now costs 68 ms (40 ms) at the 99th percentile: the closing
+handshake still reads, and drops, what the peer sends for up to its 5 s timeout.
 
 It also makes aiohttp's heartbeat cheap per message. aiohttp re-arms the ping timer after
 every read, through a ``call_soon`` and a timer computation, on every frame of every call:
@@ -32,7 +54,8 @@ from aiohttp._websocket.reader import WebSocketDataQueue, WebSocketReader
 from aiohttp.helpers import DEFAULT_CHUNK_SIZE
 from aiohttp.http import WS_CLOSED_MESSAGE
 
-from voicegate.errors import RemoteProtocolError
+from voicegate.errors import PolicyViolationError, RemoteProtocolError
+from voicegate.gateway.ratelimit import TokenBucket
 from voicegate.gateway.transport import CLOSE_ABNORMAL, CONNECTION_LOST
 
 #: RFC 6455 §5.5: a close frame's payload is at most 125 bytes, 2 of them the status code.
@@ -44,6 +67,22 @@ _LIBRARY_REASONS = {
     WSCloseCode.INVALID_TEXT: "text frame is not valid UTF-8",
     WSCloseCode.MESSAGE_TOO_BIG: "message too big",
 }
+
+
+#: Codes a peer may put in a close frame below 3000 (RFC 6455 §7.4.1 and the IANA registry
+#: it opens; 1004 is reserved, 1005, 1006 and 1015 must never be sent). 0 is aiohttp's value
+#: for a close frame without a code, which §5.5.1 allows.
+_SENDABLE_CLOSE_CODES = frozenset({0, *range(1000, 1004), *range(1007, 1015)})
+
+
+def close_code_valid(code: int) -> bool:
+    """Whether a peer may close with ``code`` (RFC 6455 §7.4): else it fails with 1002."""
+    return code in _SENDABLE_CLOSE_CODES or 3000 <= code <= 4999
+
+
+def invalid_close_code(code: int) -> str:
+    """The reason a close with ``code`` is failed (aiohttp's words for the codes it refuses)."""
+    return f"Invalid close code: {code}"
 
 
 def close_reason(reason: str) -> bytes:
@@ -128,6 +167,28 @@ class GatewayWebSocket(web.WebSocketResponse):
     """aiohttp's WebSocket response that refuses unmasked frames and explains its closes."""
 
     _data_seen = False  # anything read since the heartbeat last looked
+    _wire: asyncio.Transport | None = None  # the TCP connection, once upgraded
+    _pings: tuple[TokenBucket, str] | None = None  # the peer's pings, and the flood's reason
+
+    def limit_pings(self, per_s: float, burst: int) -> None:
+        """Let the peer ping ``per_s`` times a second, ``burst`` at once; more ends the call."""
+        loop = asyncio.get_running_loop()
+        reason = (
+            f"more than {burst} pings at once, or over {per_s:g} a second"
+            " (limits.control_messages_per_s)"
+        )
+        self._pings = TokenBucket(per_s, burst, loop.time()), reason
+
+    async def pong(self, message: bytes = b"") -> None:
+        """Answer a peer's ping (aiohttp's ``receive()`` calls this for each one)."""
+        if self._pings is not None and self._loop is not None:
+            bucket, reason = self._pings
+            if not bucket.take(self._loop.time()):
+                raise PolicyViolationError(reason)  # out of receive(): the call ends, 1008
+        try:
+            await super().pong(message)
+        except ConnectionError:
+            return  # the peer is gone: the next read reports the lost connection
 
     def _on_data_received(self) -> None:
         # aiohttp calls this on every read while a heartbeat is set (its own re-arms the timer).
@@ -166,6 +227,7 @@ class GatewayWebSocket(web.WebSocketResponse):
         guarded = _MaskedOnly(self._parser, self._reader)
         request.protocol.set_parser(guarded, data_received_cb=callback)
         request.protocol.keep_alive(False)  # no HTTP keep-alive on a WebSocket
+        self._wire = request.transport
 
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
         """Close, waiting for the peer's close frame; a close aiohttp makes on a bad frame
@@ -177,8 +239,42 @@ class GatewayWebSocket(web.WebSocketResponse):
             return False
         if not message and code in _LIBRARY_REASONS:
             message = close_reason(self._library_reason(code))
+        if not message and (peer := self._invalid_peer_close()) is not None:
+            code, message = WSCloseCode.PROTOCOL_ERROR, invalid_close_code(peer).encode()
+        if self.peer_reads_nothing():
+            return self._fail_connection()
         await self._stop_other_reader()
-        return await super().close(code=code, message=message, drain=drain)
+        closed = await super().close(code=code, message=message, drain=drain)
+        if self._wire is not None and self._wire.get_write_buffer_size():
+            self._wire.abort()  # closed, but asyncio would hold it open until the peer reads
+        return closed
+
+    def peer_reads_nothing(self) -> bool:
+        """Whether more than the high-water mark waits to be sent: the peer stopped reading."""
+        wire = self._wire
+        if wire is None or wire.is_closing():
+            return False
+        return wire.get_write_buffer_size() > wire.get_write_buffer_limits()[1]
+
+    def _fail_connection(self) -> bool:
+        """Drop the TCP connection without a closing handshake (RFC 6455 §7.1.7).
+
+        aiohttp's close would wait for the unread data to drain, forever; worse, the drain
+        waiter it shares may be one a cancelled send left cancelled, which raised
+        CancelledError into the call closing it (recorded as "call cancelled").
+        """
+        assert self._wire is not None
+        self._set_closed()
+        self._close_code = WSCloseCode.ABNORMAL_CLOSURE
+        self._wire.abort()
+        return True
+
+    def _invalid_peer_close(self) -> int | None:
+        """The peer's close code when this close answers one no peer may send (RFC 6455 §7.4)."""
+        peer = self.close_code  # set to the peer's code by aiohttp before its automatic answer
+        if self._closing and peer is not None and not close_code_valid(peer):
+            return peer
+        return None
 
     async def _stop_other_reader(self) -> None:
         # When another task is inside receive(), aiohttp's close breaks that read and then
@@ -207,8 +303,12 @@ class GatewayWebSocket(web.WebSocketResponse):
 class WebSocketTransport:
     """One accepted WebSocket as a message channel (text as ``str``, binary as ``bytes``)."""
 
-    def __init__(self, socket: web.WebSocketResponse) -> None:
+    def __init__(self, socket: GatewayWebSocket, send_timeout_s: float = 10.0) -> None:
         self._socket = socket
+        self._send_timeout_s = send_timeout_s
+        # A send timed out: later ones are dropped. aiohttp's drain waiter, cancelled by the
+        # timeout, stays in place and would raise CancelledError into the next sender.
+        self._stalled = False
         self._closing = False  # this side started the close
         self._close_over = asyncio.Event()  # that close has finished (handshake or timeout)
         self._sent_close: tuple[int, str] | None = None
@@ -243,6 +343,9 @@ class WebSocketTransport:
                 # A malformed frame or an oversized message; aiohttp already closed the socket
                 # with the matching code (e.g. 1009), this says why to the session.
                 raise RemoteProtocolError(f"websocket: {message.data}")
+            case WSMsgType.CLOSE if not close_code_valid(message.data):
+                # Already answered with 1002 (GatewayWebSocket.close): a protocol error.
+                raise RemoteProtocolError(f"websocket: {invalid_close_code(message.data)}")
             case WSMsgType.CLOSE:  # the peer's close frame (RFC 6455 §5.5.1): its hang-up
                 reason = f": {message.extra}" if message.extra else ""
                 self._peer_close = f"the peer closed the connection ({message.data}{reason})"
@@ -251,17 +354,33 @@ class WebSocketTransport:
         return None  # CLOSE, CLOSING, CLOSED, or the connection was lost
 
     async def send(self, message: str | bytes) -> None:
-        """Send one frame; a no-op once the connection is closing, closed or lost."""
-        if self._socket.closed or self._closing:
+        """Send one frame; a no-op once the connection is closing, closed, lost or stalled."""
+        if self._socket.closed or self._closing or self._stalled:
             return
         try:
-            if isinstance(message, str):
-                await self._socket.send_str(message)
-            else:
-                await self._socket.send_bytes(message)
+            if not self._socket.peer_reads_nothing():
+                await self._send(message)
+                return
+            # A send now waits for the peer to read (aiohttp's flow control): a peer that
+            # reads nothing at all would hold it, and the call's media loop, forever.
+            async with asyncio.timeout(self._send_timeout_s):
+                await self._send(message)
         except ConnectionError:
             # The peer vanished mid-send; the next receive() reports the end of the call.
             return
+        except TimeoutError:
+            self._stalled = True
+            seconds = self._send_timeout_s
+            raise PolicyViolationError(
+                f"the peer read nothing of what it was sent for {seconds:g} s"
+                " (limits.send_timeout_s)"
+            ) from None
+
+    async def _send(self, message: str | bytes) -> None:
+        if isinstance(message, str):
+            await self._socket.send_str(message)
+        else:
+            await self._socket.send_bytes(message)
 
     async def close(self, code: int, reason: str) -> None:
         """Close with a status code and a reason.

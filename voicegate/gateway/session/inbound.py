@@ -62,6 +62,7 @@ class InboundAudio:
             if bargein.needs_tick(self._reactions.state):
                 await self._reactions.apply(bargein.Tick(self._clock.now_ms))
             if self._playback.due:  # most frames: no bot audio due, no await
+                self._playback.check_acknowledged()  # a deaf peer ends here (1008)
                 await self._playback.release()
 
     async def _on_voice(self, voice: VoiceLike) -> None:

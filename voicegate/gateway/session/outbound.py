@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from voicegate.codecs import Capabilities, Codec, Command, PlayAudio, PublishEvent
 from voicegate.engine.seam import Say
+from voicegate.errors import PolicyViolationError
 from voicegate.gateway import bargein
 from voicegate.gateway.ledger import TurnHeard
 from voicegate.gateway.media import CallMedia
@@ -88,8 +89,10 @@ class Playback:
         apply: Apply,
         report_heard: ReportHeard,
         on_drained: Callable[[], Awaitable[None]],
+        ack_timeout_s: float,
     ) -> None:
         self._clock = clock
+        self._ack_timeout_ms = ack_timeout_s * 1000
         self._sender = sender
         self._playout = playout
         self._tracker = tracker
@@ -106,6 +109,20 @@ class Playback:
     def due(self) -> bool:
         """Whether :meth:`release` may have anything to send or report now (else skip it)."""
         return self._playout.due or self._sender.unpublished
+
+    def check_acknowledged(self) -> None:
+        """Raise if the provider has echoed no mark for too long after its audio played.
+
+        A peer that sends audio but never reads (or plays) ours would otherwise keep its call
+        up to ``limits.max_call_s`` with marks unanswered; it breaks the provider protocol (a
+        mark comes back once played or cleared, providers.md §b.1), so it is closed with 1008.
+        """
+        if self._playout.ack_late_ms(self._clock.now_ms) > self._ack_timeout_ms:
+            seconds = self._ack_timeout_ms / 1000
+            raise PolicyViolationError(
+                f"no playback acknowledgement {seconds:g} s after the audio was due to play"
+                " (limits.playback_ack_timeout_s)"
+            )
 
     def enqueue(self, segment: QueuedSegment) -> None:
         """Queue one synthesised segment behind the others."""

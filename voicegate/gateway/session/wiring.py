@@ -99,6 +99,7 @@ class CallParts:
             apply=self._apply,
             report_heard=heard.report,
             on_drained=ending.when_heard,
+            ack_timeout_s=settings.limits.playback_ack_timeout_s,
         )
         self.runner = TurnRunner(
             clock=clock,
