@@ -66,6 +66,20 @@ def test_levels_in_dbfs() -> None:
     assert gate.level_db(np.zeros(160, dtype=np.int16)) == gate.SILENT_DB
 
 
+def test_a_dc_offset_is_no_level() -> None:
+    rng = np.random.default_rng(7)
+    speech = rng.standard_normal(160) * 100
+    assert gate.ac_level_db(np.full(160, 800, dtype=np.int16)) == gate.SILENT_DB
+    assert (
+        abs(
+            gate.ac_level_db((speech + 800).astype(np.int16))
+            - gate.ac_level_db(speech.astype(np.int16))
+        )
+        < 0.1
+    )
+    assert gate.ac_level_db(np.zeros(0, dtype=np.int16)) == gate.SILENT_DB
+
+
 def test_levels_per_piece_are_each_pieces_level() -> None:
     rng = np.random.default_rng(7)
     samples = (rng.standard_normal(850) * np.repeat([8000, 0, 300, 20000, 50], 170)).astype(

@@ -45,6 +45,22 @@ def level_db(samples: Samples) -> float:
     return _dbfs(float(np.dot(values, values)) / len(values))
 
 
+def ac_level_db(samples: Samples) -> float:
+    """:func:`level_db` of ``samples`` less their mean: a DC offset on the line is no sound.
+
+    The caller's frames are judged by this one: an 800 LSB offset (-32 dBFS; cheap sound
+    cards, vad/dc.py) under a -35 dBFS-peak talker put every frame at the offset's level,
+    which the gate took for the echo, and every barge-in was missed
+    (bench/line_conditions.py, quiet_-35+dc_800+loss_zero_3pct). The per-frame mean is
+    enough here (the VAD tracks the offset more finely, and the two layers share no code).
+    """
+    if not len(samples):
+        return SILENT_DB
+    values = samples.astype(_FLOAT32)
+    mean = float(values.sum()) / len(values)
+    return _dbfs(float(np.dot(values, values)) / len(values) - mean * mean)
+
+
 def levels_db(samples: Samples, frame: int) -> list[float]:
     """:func:`level_db` of each ``frame`` samples of ``samples`` (the last piece may be short)."""
     whole = len(samples) // frame * frame

@@ -22,7 +22,7 @@ import numpy as np
 from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.turns import echo_gate, end_of_turn
-from voicegate.turns.echo_gate import EchoLoss, EchoReference, level_db, levels_db
+from voicegate.turns.echo_gate import EchoLoss, EchoReference, ac_level_db, levels_db
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 
@@ -155,7 +155,7 @@ class TurnTracker:
         # and the gate only looks at frames (evidence, echo) from an onset on: no record needed.
         if (held is None and reference is None) or (held is not None and held.released):
             return []
-        level = level_db(frame)
+        level = ac_level_db(frame)
         if reference is None:  # a held start, the bot's audio out of the window
             evident = level > -self._gate_settings.silence_below_db
         else:
