@@ -172,10 +172,10 @@ class EchoLoss:
         pending.append((start_ms, gap))
         if self._holding:
             return
-        while pending[0][0] <= start_ms - self.LAG_MS:
-            start, gap = pending.popleft()
-            self._gaps.append(gap)
-            self._starts.append(start)
+        while pending[0][0] <= start_ms - self.LAG_MS:  # the frame just added stays
+            seen_ms, seen_gap = pending.popleft()
+            self._gaps.append(seen_gap)
+            self._starts.append(seen_ms)
             self._stale += 1
 
     def hold(self, onset_ms: MediaMs) -> None:
