@@ -431,7 +431,9 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--limit", type=int, default=0, help="use only the first N recordings")
     parser.add_argument("--echo-calls", type=int, default=5)
-    parser.add_argument("--echo-gains", default="-40,-30,-20,-10", help="echo levels, dB")
+    parser.add_argument(
+        "--echo-gains", default="-40,-30,-20,-10", help="echo levels, dB (--echo-gains=-40,-30)"
+    )
     parser.add_argument("--echo-delays", default="100,250", help="echo delays, ms")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args)), indent=2))
