@@ -17,9 +17,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.calls.call_kit import CallWorld, cue, gateway_for, recording, script_of
+from tests.calls.call_kit import (
+    CallWorld,
+    cue,
+    gateway_for,
+    recording,
+    script_of,
+    transcript_of,
+)
 from voicegate.callers.driver import drive
 from voicegate.callers.echo import EchoPath
+from voicegate.callers.script import Cue
 from voicegate.callers.twilio import FRAME_BYTES, FRAME_MS, TwilioCaller
 from voicegate.cli.engines import build_espeak
 from voicegate.engine.history import UserUttered
@@ -127,6 +135,30 @@ async def test_the_caller_still_interrupts_over_the_echo(tmp_path: Path) -> None
         caller = TwilioCaller(script_of(*cues), echo=echo)
         assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
     timeline = records(world)
+    [interruption] = named(timeline, "interruption")
+    assert caller.clears
+    assert interruption["onset_ms"] >= caller.bot_started_ms[0] + 1500
+
+
+def quiet(relative: str, peak_dbfs: float, **placement: int) -> Cue:
+    """A fixture recording as a quiet talker says it: its peaks scaled to ``peak_dbfs``."""
+    samples = recording(relative).astype(np.float64)
+    scaled = samples * (32768 * 10 ** (peak_dbfs / 20) / np.abs(samples).max())
+    samples16 = np.round(scaled).astype(np.int16)
+    return Cue(samples16, label=relative, transcript=transcript_of(relative), **placement)
+
+
+async def test_a_quiet_caller_interrupts_the_bot_on_a_line_without_echo(tmp_path: Path) -> None:
+    # Peaks at -42 dBFS: the loudest 20 ms of "please try again" ~50 dBFS, some 35 dB under
+    # espeak-ng's. The echo gate held it back as echo when its margin stopped at 20 dB
+    # (bench/line_conditions.py quiet_-45dBFS: every barge-in missed); this line shows no echo.
+    transcripts = ["check my balance", "please try again"]
+    async with gateway_for(tmp_path, transcripts, **echo_world(True)) as world:
+        over = quiet(INTERRUPTION, -42.0, after_bot_speech=1, delay_ms=1500)
+        caller = TwilioCaller(script_of(cue(BALANCE, at_ms=300), over))
+        assert await drive(world.url, caller, speed=2.0, max_ms=30_000) == 1000
+    timeline = records(world)
+    assert not named(timeline, "echo_suppressed")
     [interruption] = named(timeline, "interruption")
     assert caller.clears
     assert interruption["onset_ms"] >= caller.bot_started_ms[0] + 1500

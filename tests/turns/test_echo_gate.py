@@ -66,6 +66,20 @@ def test_levels_in_dbfs() -> None:
     assert gate.level_db(np.zeros(160, dtype=np.int16)) == gate.SILENT_DB
 
 
+def test_a_dc_offset_is_no_level() -> None:
+    rng = np.random.default_rng(7)
+    speech = rng.standard_normal(160) * 100
+    assert gate.ac_level_db(np.full(160, 800, dtype=np.int16)) == gate.SILENT_DB
+    assert (
+        abs(
+            gate.ac_level_db((speech + 800).astype(np.int16))
+            - gate.ac_level_db(speech.astype(np.int16))
+        )
+        < 0.1
+    )
+    assert gate.ac_level_db(np.zeros(0, dtype=np.int16)) == gate.SILENT_DB
+
+
 def test_levels_per_piece_are_each_pieces_level() -> None:
     rng = np.random.default_rng(7)
     samples = (rng.standard_normal(850) * np.repeat([8000, 0, 300, 20000, 50], 170)).astype(
@@ -78,16 +92,45 @@ def test_levels_per_piece_are_each_pieces_level() -> None:
 
 
 def test_the_margin_follows_the_echo_this_call_shows() -> None:
-    settings = EchoGateSettings(margin_db=6.0, max_margin_db=20.0)
+    settings = EchoGateSettings(margin_db=6.0, max_margin_db=45.0)
     weak, loud, silent = gate.EchoLoss(), gate.EchoLoss(), gate.EchoLoss()
     assert weak.margin(settings) == 6.0  # nothing measured yet: the configured start
-    for _ in range(50):
-        weak.observe(-40.0, -15.0)  # echo 25 dB down
-        loud.observe(-20.0, -15.0)  # echo 5 dB down (a loud speakerphone)
-        silent.observe(gate.SILENT_DB, -15.0)  # no echo at all
+    for t in range(0, 1400, 20):  # 0.5 s measured once LAG_MS has passed
+        weak.observe(t, -40.0, -15.0)  # echo 25 dB down
+        loud.observe(t, -20.0, -15.0)  # echo 5 dB down (a loud speakerphone)
+        silent.observe(t, gate.SILENT_DB, -15.0)  # no echo at all
     assert weak.margin(settings) == 19.0  # 25 dB less the 6 dB of safety
     assert loud.margin(settings) == 6.0  # never below the configured margin
-    assert silent.margin(settings) == 20.0  # at most max_margin_db
+    assert silent.margin(settings) == 45.0  # at most max_margin_db
+
+
+def test_a_frame_counts_as_echo_only_after_the_vads_delay() -> None:
+    loss = gate.EchoLoss()
+    for t in range(0, 1000, 20):
+        loss.observe(t, gate.SILENT_DB, -15.0)
+    margin = loss.margin(ON)
+    for t in range(1000, 1000 + gate.EchoLoss.LAG_MS, 20):  # a quiet caller, not yet detected
+        loss.observe(t, -55.0, -15.0)
+    assert loss.margin(ON) == margin
+
+
+def test_a_held_segment_is_echo_evidence_only_if_it_ends_as_echo() -> None:
+    settings = EchoGateSettings(max_margin_db=45.0)
+    caller, echo = gate.EchoLoss(), gate.EchoLoss()
+    for loss in (caller, echo):
+        for t in range(0, 2000, 20):
+            loss.observe(t, gate.SILENT_DB, -15.0)
+        loss.hold(1500)  # the VAD dated its onset late: frames from 1500 wait for the verdict
+        for t in range(2000, 4000, 20):
+            loss.observe(t, -45.0, -15.0)  # 30 dB under the bot
+    assert caller.margin(settings) == echo.margin(settings) == 45.0
+    caller.caller()
+    echo.echo()
+    for loss in (caller, echo):
+        for t in range(4000, 4500, 20):
+            loss.observe(t, gate.SILENT_DB, -15.0)
+    assert caller.margin(settings) == 45.0  # the caller's frames were not echo
+    assert echo.margin(settings) == 24.0  # they were: 30 dB less the 6 dB of safety
 
 
 def test_evidence_is_counted_in_caller_frames_even_after_a_gap() -> None:

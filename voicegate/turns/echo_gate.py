@@ -45,6 +45,22 @@ def level_db(samples: Samples) -> float:
     return _dbfs(float(np.dot(values, values)) / len(values))
 
 
+def ac_level_db(samples: Samples) -> float:
+    """:func:`level_db` of ``samples`` less their mean: a DC offset on the line is no sound.
+
+    The caller's frames are judged by this one: an 800 LSB offset (-32 dBFS; cheap sound
+    cards, vad/dc.py) under a -35 dBFS-peak talker put every frame at the offset's level,
+    which the gate took for the echo, and every barge-in was missed
+    (bench/line_conditions.py, quiet_-35+dc_800+loss_zero_3pct). The per-frame mean is
+    enough here (the VAD tracks the offset more finely, and the two layers share no code).
+    """
+    if not len(samples):
+        return SILENT_DB
+    values = samples.astype(_FLOAT32)
+    mean = float(values.sum()) / len(values)
+    return _dbfs(float(np.dot(values, values)) / len(values) - mean * mean)
+
+
 def levels_db(samples: Samples, frame: int) -> list[float]:
     """:func:`level_db` of each ``frame`` samples of ``samples`` (the last piece may be short)."""
     whole = len(samples) // frame * frame
@@ -104,16 +120,36 @@ class EchoLoss:
     """How far below the bot's audio its echo comes back on this call (dB), measured.
 
     Observed on caller frames while the bot's audio is in the window and no caller speech was
-    let through: the gap between the reference and the frame's level (silence counts as a
-    large gap, at ``SILENT_FLOOR_DB``). The margin is the loudest tenth of the echo less
-    ``SAFETY_DB``, between the configured ``margin_db`` and ``max_margin_db``: a line with
-    little echo gets a permissive gate, a loud speakerphone a strict one.
+    let through: the gap between the reference and the frame's level; a frame at or below
+    ``SILENT_FLOOR_DB`` shows no echo and counts as ``NO_ECHO_DB``. The margin is the loudest
+    tenth of the echo less ``SAFETY_DB``, between the configured ``margin_db`` and
+    ``max_margin_db``: a line without echo gets a permissive gate, a loud speakerphone a
+    strict one.
+
+    A frame joins the measurement ``LAG_MS`` after it was seen, and the frames of a VAD
+    segment the gate holds wait for its verdict (:meth:`hold`): they join if the segment ends
+    as echo (:meth:`echo`) and are dropped if it is let through (:meth:`caller`). Measured at
+    once, a quiet caller's own first frames (the VAD finds a -45 dBFS talker ~200 ms after
+    the onset, and dates the onset late) counted as the line's echo and narrowed the margin
+    under that very caller (bench/line_conditions.py, quiet_-45dBFS, "cards-002": 44 to 36 dB,
+    the barge-in missed).
     """
 
     FRAMES = 150  # 3 s of 20 ms frames
     MIN_FRAMES = 25  # 0.5 s before the measurement is trusted
     SAFETY_DB = 6.0
-    SILENT_FLOOR_DB = -60.0
+    #: About the quietest a G.711 frame gets short of digital silence (one μ-law step, ~8
+    #: LSB: -72 dBFS): no echo is seen below it.
+    SILENT_FLOOR_DB = -70.0
+    #: The gap a frame that shows no echo counts as: past any margin. It used to be the
+    #: reference less the floor (-60 then), so an echo-free line measured ~37 dB with
+    #: espeak-ng at -17 dBFS, and less while the bot's audio was starting (a quiet or silent
+    #: reference), short of the 40-45 dB a -45 dBFS-peak talker's loudest frames sit below
+    #: the bot: it could not interrupt (docs/turn-taking.md, "Real phone lines").
+    NO_ECHO_DB = 100.0
+    #: How long a frame waits before it counts as echo: the VAD's detection delay on quiet
+    #: speech plus how far before its dated onset that speech began (the gate's 400 ms).
+    LAG_MS = 400
 
     #: The 10th percentile is recomputed every this many observed frames (200 ms), not every
     #: frame: over a 3 s window it barely moves, and a per-frame percentile cost ~14 % of a
@@ -122,13 +158,41 @@ class EchoLoss:
 
     def __init__(self) -> None:
         self._gaps: deque[float] = deque(maxlen=self.FRAMES)
+        self._starts: deque[MediaMs] = deque(maxlen=self.FRAMES)  # each gap's frame start
+        #: Frames seen but not yet measured, oldest first: (start, gap).
+        self._pending: deque[tuple[MediaMs, float]] = deque(maxlen=self.FRAMES)
+        self._holding = False
         self._loudest: float | None = None
         self._stale = 0
 
-    def observe(self, level: float, reference: float) -> None:
-        """One caller frame that can only hold echo (or nothing)."""
-        self._gaps.append(reference - max(level, self.SILENT_FLOOR_DB))
-        self._stale += 1
+    def observe(self, start_ms: MediaMs, level: float, reference: float) -> None:
+        """A caller frame while the bot's audio may echo and nobody was let through."""
+        pending = self._pending
+        gap = self.NO_ECHO_DB if level <= self.SILENT_FLOOR_DB else reference - level
+        pending.append((start_ms, gap))
+        if self._holding:
+            return
+        while pending[0][0] <= start_ms - self.LAG_MS:  # the frame just added stays
+            seen_ms, seen_gap = pending.popleft()
+            self._gaps.append(seen_gap)
+            self._starts.append(seen_ms)
+            self._stale += 1
+
+    def hold(self, onset_ms: MediaMs) -> None:
+        """The gate holds a VAD segment from ``onset_ms``: its frames wait for the verdict."""
+        self._holding = True
+        while self._starts and self._starts[-1] >= onset_ms:  # newest last: a suffix
+            self._pending.appendleft((self._starts.pop(), self._gaps.pop()))
+            self._loudest = None  # recomputed without them
+
+    def caller(self) -> None:
+        """The held segment was let through: the frames not measured yet were the caller."""
+        self._holding = False
+        self._pending.clear()
+
+    def echo(self) -> None:
+        """The held segment ended without evidence: its frames count as echo, in turn."""
+        self._holding = False
 
     def margin(self, settings: EchoGateSettings) -> float:
         """The margin to test caller frames with now."""

@@ -130,8 +130,11 @@ class EchoGateSettings:
     #: of talker echo loss), a speakerphone can give less.
     margin_db: float = 6.0
     #: The margin grows up to this as the call shows its echo is weaker: it becomes the
-    #: measured echo return loss less 6 dB (the loudest tenth of the echo frames).
-    max_margin_db: float = 20.0
+    #: measured echo return loss less 6 dB (the loudest tenth of the echo frames). A line
+    #: that shows no echo at all gets this: 45 dB lets a talker whose peaks are at -45 dBFS
+    #: interrupt espeak-ng's -13 to -17 dBFS; at 20 every such barge-in was missed
+    #: (docs/turn-taking.md, "Real phone lines").
+    max_margin_db: float = 45.0
     #: Longest echo path (ms) from release to the caller's microphone, send-ahead included.
     max_delay_ms: int = 600
     #: Evident audio (ms) needed inside one VAD segment before it counts as the caller.

@@ -22,7 +22,7 @@ import numpy as np
 from voicegate.audio.g711 import alaw_bytes_to_samples, ulaw_bytes_to_samples
 from voicegate.audio.pcm import Samples, pcm16le_to_samples
 from voicegate.turns import echo_gate, end_of_turn
-from voicegate.turns.echo_gate import EchoLoss, EchoReference, level_db, levels_db
+from voicegate.turns.echo_gate import EchoLoss, EchoReference, ac_level_db, levels_db
 from voicegate.turns.settings import EchoGateSettings, EndOfTurnSettings, TurnSettings
 from voicegate.types import AudioEncoding, AudioFormat, MediaMs
 
@@ -155,11 +155,11 @@ class TurnTracker:
         # and the gate only looks at frames (evidence, echo) from an onset on: no record needed.
         if (held is None and reference is None) or (held is not None and held.released):
             return []
-        level = level_db(frame)
+        level = ac_level_db(frame)
         if reference is None:  # a held start, the bot's audio out of the window
             evident = level > -self._gate_settings.silence_below_db
         else:
-            self._echo_loss.observe(level, reference)  # no caller speech let through: echo
+            self._echo_loss.observe(start, level, reference)  # nobody let through: echo
             evident = level > reference - self._echo_loss.margin(self._gate_settings)
         self._gate, released = echo_gate.frame(
             self._gate,
@@ -169,19 +169,27 @@ class TurnTracker:
             self._gate_settings,
             frame_ms=frame_ms,
         )
-        return [] if released is None else self._turn_voice(Voice(True, released.onset_ms), now_ms)
+        if released is None:
+            return []
+        self._echo_loss.caller()
+        return self._turn_voice(Voice(True, released.onset_ms), now_ms)
 
     def _gate_voice(self, voice: VoiceLike, now_ms: MediaMs) -> list[Voice]:
         if voice.started:
+            # The segment's frames are no evidence of the echo until the gate has judged it.
+            self._echo_loss.hold(voice.at_ms)
             self._gate, start = echo_gate.speech_started(
                 self._gate, voice.at_ms, self._gate_settings
             )
             if start is None:
                 return []
+            self._echo_loss.caller()
             return self._turn_voice(Voice(True, start.onset_ms), now_ms)
         held = self._gate.held
         self._gate, end = echo_gate.speech_ended(self._gate, voice.at_ms)
         if end is None:
+            if held is not None:
+                self._echo_loss.echo()
             if held is not None and self._report is not None:
                 self._report(now_ms, "echo_suppressed", onset_ms=held.onset_ms, end_ms=voice.at_ms)
             return []
