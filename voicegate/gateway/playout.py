@@ -43,10 +43,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from voicegate.codecs import ClearAudio, Command, PausePlayback, PlayAudio, ResumePlayback, SetMark
 from voicegate.gateway.ledger import PlayoutLedger, Segment, TurnHeard, remainder
 from voicegate.types import MediaMs
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,12 +229,8 @@ class Playout:
     def mark_reached(self, name: str, now_ms: MediaMs) -> tuple[TurnHeard | None, PlayoutNews]:
         """The provider played (or cleared) audio up to mark ``name``."""
         heard = self.ledger.acknowledge(name, now_ms)
-        if any(mark == name for mark, _ in self._unacked):
-            while self._unacked and self._unacked.popleft()[0] != name:
-                pass
-        if any(mark == name for mark, _ in self._awaited):
-            while self._awaited and self._awaited.popleft()[0] != name:
-                pass
+        _settle_through(self._unacked, name)
+        _settle_through(self._awaited, name)
         return heard, self._drain_news()
 
     def ack_late_ms(self, now_ms: MediaMs) -> int:
@@ -313,3 +312,10 @@ class Playout:
             self._speaking = False
             return PlayoutNews(drained=True)
         return _QUIET
+
+
+def _settle_through(marks: deque[tuple[str, _T]], name: str) -> None:
+    """Drop the marks up to and including ``name`` (a mark echoes every one before it)."""
+    if any(mark == name for mark, _ in marks):
+        while marks and marks.popleft()[0] != name:
+            pass
