@@ -1,5 +1,7 @@
 """Memory stores: write-through, SQLite across restarts, seeding and initial values (§4)."""
 
+import multiprocessing
+import multiprocessing.synchronize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from voicegate.engine.memory.redis_store import RedisOptions, RedisStore
 from voicegate.engine.memory.render import PII_MASK, masked, project_memory_lines, render_value
 from voicegate.engine.memory.schema import FieldRef, MemorySchema
 from voicegate.engine.memory.slice import MemorySlice
+from voicegate.engine.memory.sqlite_calls import SqliteCallStates
 from voicegate.engine.memory.sqlite_store import SqliteMemoryStore
 from voicegate.engine.memory.state import MemoryState
 from voicegate.engine.memory.store import InMemoryStore, MemoryStore
@@ -65,6 +68,27 @@ def test_an_unusable_sqlite_path_raises_engine_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(EngineError, match="cannot open the memory store"):
         SqliteMemoryStore(tmp_path / "file" / "memory.sqlite3")
+
+
+def _open_both_stores(path: Path, start: "multiprocessing.synchronize.Barrier") -> None:
+    start.wait()
+    SqliteMemoryStore(path).close()
+    SqliteCallStates(path).close()
+
+
+def test_workers_opening_a_fresh_sqlite_file_at_once_all_start(tmp_path: Path) -> None:
+    # serve --workers N: every worker opens the same new file as it starts. The WAL switch
+    # used to fail one of them with "database is locked" in about one start in ten.
+    context = multiprocessing.get_context("fork")
+    for attempt in range(8):
+        path = tmp_path / str(attempt) / "data" / "memory.sqlite3"
+        start = context.Barrier(4)
+        workers = [context.Process(target=_open_both_stores, args=(path, start)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=30)
+        assert [worker.exitcode for worker in workers] == [0, 0, 0, 0], f"attempt {attempt}"
 
 
 def seeded_schema() -> MemorySchema:

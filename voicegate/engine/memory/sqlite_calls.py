@@ -14,6 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from voicegate.engine.memory.sqlite_file import open_shared
 from voicegate.engine.memory.sqlite_store import MEMORY_SCHEMA
 from voicegate.errors import StaleCallError, StoreError
 
@@ -44,13 +45,8 @@ class SqliteCallStates:
 
     def __init__(self, path: Path, ttl_s: float = 3600.0) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit and any thread, as SqliteMemoryStore (one dialogue thread uses it).
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            self._db.execute(MEMORY_SCHEMA)
+            # One dialogue thread uses it, as SqliteMemoryStore.
+            self._db = open_shared(path, f"{_SCHEMA};\n{MEMORY_SCHEMA}")
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the call state store {path}: {error}") from error
         self.path = path

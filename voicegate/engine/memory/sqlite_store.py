@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from voicegate.engine.memory.sqlite_file import open_shared
 from voicegate.errors import EngineError
 
 MEMORY_SCHEMA = """
@@ -30,14 +31,7 @@ class SqliteMemoryStore:
 
     def __init__(self, path: Path) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: autocommit, every statement is committed when it returns.
-            # check_same_thread=False: the engine may run on its own thread (issue 12); only
-            # that one thread uses the connection.
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(MEMORY_SCHEMA)
+            self._db = open_shared(path, MEMORY_SCHEMA)
         except (OSError, sqlite3.Error) as error:
             raise EngineError(f"cannot open the memory store {path}: {error}") from error
         self.path = path
