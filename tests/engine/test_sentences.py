@@ -58,6 +58,18 @@ def test_text_that_never_ends_a_sentence_is_spoken_in_bounded_pieces_as_it_strea
     assert SentenceSplitter(max_chars=5).feed("x" * 12) == ["xxxxx", "xxxxx"]  # no space: cut
 
 
+def test_an_abbreviation_split_by_a_hard_cut_is_judged_as_the_whole_word() -> None:
+    # Found by the property below: "HiHiHi.Dr." is no abbreviation, so its sentence ends
+    # there whether or not a delta boundary fell inside it.
+    def split(pieces: list[str]) -> list[str]:
+        splitter = SentenceSplitter(max_chars=12)
+        return [s for piece in pieces for s in splitter.feed(piece)] + splitter.flush()
+
+    assert split(["word HiHiHi.D", "r. Hi"]) == ["word HiHiHi.", "Dr.", "Hi"]
+    assert split(["word HiHiHi.Dr. Hi"]) == ["word HiHiHi.", "Dr.", "Hi"]
+    assert split(["Ask Dr. ", "Who"]) == ["Ask Dr. Who"]
+
+
 @settings(max_examples=300)
 @given(
     st.lists(st.sampled_from(["Hi", " ", ".", "!", "\n", "word", "Dr.", "x" * 9]), max_size=40),
