@@ -154,6 +154,7 @@ def call_runner(
     session = SessionSettings(
         frame_ms=settings.vad.frame_ms,
         send_ahead_ms=settings.playout.send_ahead_ms,
+        chunk_ms=settings.playout.chunk_ms,
         barge_in=settings.barge_in,
         limits=settings.limits,
         error_response=settings.engine.error_response,

@@ -9,7 +9,7 @@ since every provider's flush verb (``clear``, ``killAudio``, ``FLUSH_MEDIA``, ..
 bench/calls.py at 150 calls on 2 cores (two rounds each): with 100 ms, 103 and 1 calls had
 choppy playout, with 400 ms none; the loop stalled for 100-500 ms either way.
 
-Audio goes out in chunks of ``chunk_ms`` (100 ms by default, at most half the send-ahead),
+Audio goes out in chunks of ``chunk_ms`` (200 ms by default, at most half the send-ahead),
 sent once the provider holds no more than ``send_ahead_ms - chunk_ms``: the provider never
 holds more than ``send_ahead_ms`` and never less than ``send_ahead_ms - chunk_ms - frame_ms``
 (280 ms) between two inbound frames, while each call-second of bot speech takes 10 messages

@@ -33,7 +33,7 @@ class SessionSettings:
     apology: str = "Sorry, I am having trouble speaking right now. Please try again."
     send_ahead_ms: int = 400
     #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
-    chunk_ms: int = 100
+    chunk_ms: int = 200
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
     limits: Limits = field(default_factory=Limits)
     #: Spoken when a turn ends in error (e.g. the model failed): the caller is not left in
