@@ -504,7 +504,7 @@ class PlayoutSettings:
 
     def __post_init__(self) -> None:
         if self.send_ahead_ms <= 0 or self.chunk_ms <= 0:
-            raise ConfigError("playout: send_ahead_ms and chunk_ms must be positive")
+            raise ConfigError("send_ahead_ms and chunk_ms must be at least 1 ms")
 
 
 @dataclass(frozen=True, slots=True)
