@@ -124,7 +124,7 @@ engine: {project_dir: elsewhere/agent, llm: "scripted:calls/demo.yml"}
         ("barge_in: {backchannels: uh}", "barge_in.backchannels: expected a list, got str"),
         ("barge_in: {backchannels: [ok, 1]}", "barge_in.backchannels[1]: expected a string"),
         ("playout: {send_ahead_ms: 1.5}", "playout.send_ahead_ms: expected a whole number"),
-        ("playout: {chunk_ms: 0}", "playout: send_ahead_ms and chunk_ms must be at least 1 ms"),
+        ("playout: {chunk_ms: 0}", "playout.chunk_ms: must be at least 1 ms, got 0"),
         ("engine: {llm: null}", "engine.llm: expected a string, got nothing (null)"),
         ("server:\n  port: 1\n  port: 2\n", ":3: invalid YAML: the key 'port' appears twice"),
         ("server: {port: [1}", "invalid YAML"),

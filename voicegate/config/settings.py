@@ -503,8 +503,9 @@ class PlayoutSettings:
     chunk_ms: int = 200
 
     def __post_init__(self) -> None:
-        if self.send_ahead_ms <= 0 or self.chunk_ms <= 0:
-            raise ConfigError("send_ahead_ms and chunk_ms must be at least 1 ms")
+        for name in ("send_ahead_ms", "chunk_ms"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1 ms, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True, slots=True)
