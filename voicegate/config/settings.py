@@ -495,11 +495,12 @@ class PlayoutSettings:
 
     #: Bot audio (ms) the provider holds: the caller hears no gap while the gateway is this
     #: late. A barge-in's flush drops it, so it does not delay the audible stop (playout.py).
-    send_ahead_ms: int = 400
+    send_ahead_ms: int = 500
     #: Bot audio (ms) per outbound media message, at most half of ``send_ahead_ms``. Each
     #: message is a socket write, the costliest step of a speaking call's media path (issue
-    #: 12: 200 ms took 2-7 % off the gateway's CPU at 300 calls against 100 ms, and the
-    #: provider still holds at least ``send_ahead_ms - chunk_ms - 20`` ms, 180 by default).
+    #: 12: 200 ms took 2-7 % off the gateway's CPU at 300 calls against 100 ms). The provider
+    #: holds at least ``send_ahead_ms - chunk_ms - 20`` ms: 280 by default, as with 100 ms
+    #: chunks and 400 ms ahead before, so a 300 ms stall of the media loop is still not heard.
     chunk_ms: int = 200
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ measure is the one that hurts a call: how late the media loop is (gateway/loopwa
 ``LATE_MS`` overdue. Each of the monitor's samples covers one 10 ms sleep plus its lateness;
 only lateness past 50 ms counts: it is what a barge-in can spare (the caller's speech is
 detected, and the provider flushed, only when the loop reads the frames), well before the audio
-queued at the provider runs dry (``send_ahead_ms``, 400 ms by default, gateway/playout.py;
+queued at the provider runs dry (``send_ahead_ms``, 500 ms by default, gateway/playout.py;
 with 100 ms, as when this was measured, a later loop let it run dry). Measured with
 bench/calls.py on 2 cores, ramping 300 calls over 5 s, that share stayed at 0 for the first
 seconds while the loop was already overdue by a few ms 20 % of the time, and rose to 0.2-0.9

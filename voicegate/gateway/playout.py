@@ -3,7 +3,7 @@
 Pacing runs on the caller's media clock (design §6): providers stream caller audio
 continuously (Twilio sends a media message every 20 ms, silence included), so each inbound
 frame advances ``now_ms`` and releases bot audio until the provider holds at most
-``send_ahead_ms`` of it (400 ms by default). What the provider holds plays on while the
+``send_ahead_ms`` of it (500 ms by default). What the provider holds plays on while the
 gateway is late (a stalled media loop, a delayed packet); a barge-in does not wait for it,
 since every provider's flush verb (``clear``, ``killAudio``, ``FLUSH_MEDIA``, ...) drops it.
 bench/calls.py at 150 calls on 2 cores (two rounds each): with 100 ms, 103 and 1 calls had

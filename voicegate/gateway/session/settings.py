@@ -31,7 +31,7 @@ class SessionSettings:
     frame_ms: int = 20
     #: Spoken when the synthesiser fails in the middle of a turn (the turn ends there).
     apology: str = "Sorry, I am having trouble speaking right now. Please try again."
-    send_ahead_ms: int = 400
+    send_ahead_ms: int = 500
     #: Bot audio per outbound media message (at most half of send_ahead_ms; see playout.py).
     chunk_ms: int = 200
     barge_in: bargein.BargeInPolicy = field(default_factory=bargein.BargeInPolicy)
