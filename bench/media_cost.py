@@ -16,6 +16,8 @@ Three passes:
 * ``stages``: the same calls with each stage wrapped in thread-CPU timers; the split by stage
   in µs per call-second (``session_and_loop`` is what is left: the session's own
   code and the event loop; ``harness`` is the provider fake, subtracted from the total).
+  ``echo_gate`` is the turn tracker's echo gate: its per-frame judgement and the bot audio
+  it is told of (``played``, ``flushed``).
 * ``memory``: tracemalloc and RSS growth per live call, sampled mid-call with all N calls up.
 
 Call start: K calls started one after another with nothing else running; CPU (all threads and
@@ -318,6 +320,16 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         def __getattr__(self, name: str) -> Any:
             return getattr(stt, name)
 
+    class TimedTurns:
+        """Each call's tracker with the echo gate's own work timed (the end-of-turn machine not)."""
+
+        def open(self, *args: Any, **kwargs: Any) -> Any:
+            tracker = services.turns.open(*args, **kwargs)
+            tracker._gate_frame = stages.timed("echo_gate", tracker._gate_frame)
+            tracker.played = stages.timed("echo_gate", tracker.played)
+            tracker.flushed = stages.timed("echo_gate", tracker.flushed)
+            return tracker
+
     real_step, real_playout = bargein.step, wiring.Playout
 
     def timed_playout(*args: Any, **kwargs: Any) -> Any:
@@ -337,7 +349,7 @@ def instrument(runner: SessionRunner, stages: Stages) -> tuple[SessionRunner, Ca
         bargein.step = real_step  # type: ignore[assignment]
         wiring.Playout = real_playout  # type: ignore[misc]
 
-    timed = replace(services, media=TimedMedia(), stt=TimedStt())  # type: ignore[arg-type]
+    timed = replace(services, media=TimedMedia(), stt=TimedStt(), turns=TimedTurns())  # type: ignore[arg-type]
     return SessionRunner(timed, runner._settings), undo
 
 

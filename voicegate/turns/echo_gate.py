@@ -20,6 +20,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from voicegate.types import MediaMs
 
 SILENT_DB = -120.0
 _FLOAT32 = np.dtype(np.float32)  # an object: no scalar-type conversion per frame
+#: A float32 sum of this many PCM16 samples or fewer is exact in any order (every partial
+#: sum is a whole number of at most 512 * 32768 = 2**24): read-only ones to take it with.
+_ONES = np.ones(512, dtype=_FLOAT32)
+_ONES.flags.writeable = False
 
 #: The bot audio's level is kept per this much audio. A level per playout chunk (100 ms) is
 #: the chunk's average: a loud syllable next to a pause in the same chunk read ~5 dB quieter
@@ -54,11 +59,16 @@ def ac_level_db(samples: Samples) -> float:
     (bench/line_conditions.py, quiet_-35+dc_800+loss_zero_3pct). The per-frame mean is
     enough here (the VAD tracks the offset more finely, and the two layers share no code).
     """
-    if not len(samples):
+    count = len(samples)
+    if not count:
         return SILENT_DB
     values = samples.astype(_FLOAT32)
-    mean = float(values.sum()) / len(values)
-    return _dbfs(float(np.dot(values, values)) / len(values) - mean * mean)
+    # The sum as a dot product with ones: 0.24 µs against 0.7 for ``values.sum()`` on a
+    # 20 ms frame (timeit), and the same float, both being exact (_ONES). The power stays a
+    # float32 dot, rounding and all: the gate's decisions rest on these levels.
+    total = values.dot(_ONES[:count]) if count <= len(_ONES) else np.add.reduce(values)
+    mean = float(total) / count
+    return _dbfs(float(values.dot(values)) / count - mean * mean)
 
 
 def levels_db(samples: Samples, frame: int) -> list[float]:
@@ -76,43 +86,83 @@ def _dbfs(mean_square: float) -> float:
     """A PCM16 mean square in dBFS (``SILENT_DB`` for digital silence)."""
     if mean_square <= 0.0:
         return SILENT_DB
-    return max(SILENT_DB, 10.0 * math.log10(mean_square / 32768.0**2))
+    level = 10.0 * math.log10(mean_square / 32768.0**2)
+    return level if level > SILENT_DB else SILENT_DB  # max() as a test: a builtin call less
 
 
 class EchoReference:
-    """Levels of the bot audio as the caller plays it, for the last ``max_delay_ms``."""
+    """Levels of the bot audio as the caller plays it, for the last ``max_delay_ms``.
+
+    Asked once per caller frame while the bot may echo, so the loudest level is kept as a
+    sliding-window maximum (amortised O(1) a question, against a loop over the ~30 frames of
+    a 600 ms window: 13 % of a busy worker's media loop, py-spy at 150 calls). Frames wait in
+    ``_pending`` until a question's window reaches their start; then they join ``_window``,
+    where a frame is dropped as soon as a louder (or as loud) one that plays on at least as
+    long has joined: it can never be the loudest again. In ``_window`` the frames' ends are in
+    order and their levels fall, so the loudest still playing is the first. The ends stay in
+    order because a frame starts at or after the cursor, past every end kept; a flush moves
+    the cursor back, and the frames still playing past it go apart (``_flushed_tails``).
+
+    Calls come in media-time order on one clock (the session's): the windows asked about
+    never move back, and :meth:`flushed` is never dated before the end of a window already
+    asked about, so a flush only drops frames that have not joined ``_window`` and dominated
+    nothing (no loudest frame is lost and none has to come back).
+    """
 
     def __init__(self, max_delay_ms: int) -> None:
         self._max_delay_ms = max_delay_ms
-        self._frames: deque[tuple[MediaMs, MediaMs, float]] = deque()  # (start, end, dB)
+        #: (start, end, dB) of frames released but not yet reached by a window, in order.
+        self._pending: deque[tuple[MediaMs, MediaMs, float]] = deque()
+        #: Frames reached by a window that may still be the loudest: ends in order, dB falling.
+        self._window: deque[tuple[MediaMs, MediaMs, float]] = deque()
+        #: Frames still playing when the provider was flushed: they may end after frames
+        #: released later, so they are judged apart, one by one (rare: one per flush, or two).
+        self._flushed_tails: list[tuple[MediaMs, MediaMs, float]] = []
         self._cursor: MediaMs = 0  # where the provider's buffer will have played out
 
     def played(self, duration_ms: int, level: float, released_ms: MediaMs) -> None:
         """Bot audio of ``duration_ms`` at ``level`` dBFS was released at ``released_ms``."""
-        start = max(self._cursor, released_ms)
+        start = released_ms if released_ms > self._cursor else self._cursor
         self._cursor = start + duration_ms
-        self._frames.append((start, self._cursor, level))
+        self._pending.append((start, self._cursor, level))
 
     def flushed(self, now_ms: MediaMs) -> None:
         """The provider dropped its buffer: nothing released so far plays after ``now_ms``."""
         self._cursor = now_ms
-        while self._frames and self._frames[-1][0] >= now_ms:
-            self._frames.pop()
+        pending, window = self._pending, self._window
+        while pending and pending[-1][0] >= now_ms:
+            pending.pop()
+        # What was released from now on starts at ``now_ms``: a frame still playing past it
+        # (ends in order: a suffix) would break the order of ends, and goes apart.
+        for frames in (pending, window):
+            while frames and frames[-1][1] > now_ms:
+                self._flushed_tails.append(frames.pop())
 
     def level_at(self, start_ms: MediaMs, end_ms: MediaMs) -> float | None:
         """Loudest bot audio playing in ``[start_ms - max_delay_ms, end_ms)``; None if none."""
-        frames = self._frames
-        if not frames:
-            return None
+        pending, window = self._pending, self._window
+        while pending and pending[0][0] < end_ms:  # starts in order: a prefix joins
+            joining = pending.popleft()
+            level = joining[2]
+            while window and window[-1][2] <= level:  # ends no later: never the loudest again
+                window.pop()
+            window.append(joining)
         earliest = start_ms - self._max_delay_ms
-        while frames and frames[0][1] <= earliest:  # asked in media-time order
-            frames.popleft()
-        loudest: float | None = None
-        for start, end, db in frames:  # a plain loop: this runs every frame the bot may echo
-            if start >= end_ms:
-                break  # starts never decrease (played() and flushed() keep them in order)
-            if end > earliest and (loudest is None or db > loudest):
-                loudest = db
+        while window and window[0][1] <= earliest:
+            window.popleft()
+        loudest = window[0][2] if window else None
+        if self._flushed_tails:
+            return self._with_flushed_tails(loudest, earliest, end_ms)
+        return loudest
+
+    def _with_flushed_tails(
+        self, loudest: float | None, earliest: MediaMs, end_ms: MediaMs
+    ) -> float | None:
+        """``loudest``, or a louder frame among those kept apart at a flush."""
+        self._flushed_tails = [frame for frame in self._flushed_tails if frame[1] > earliest]
+        for start, _, level in self._flushed_tails:
+            if start < end_ms and (loudest is None or level > loudest):
+                loudest = level
         return loudest
 
 
@@ -230,12 +280,17 @@ class Held:
     released: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class EchoGateState:
-    """Recent frames' evidence and the segment being judged."""
+class EchoGateState(NamedTuple):
+    """Recent frames' evidence and the segment being judged.
 
-    #: (frame start, evident) for the frames a VAD onset may be dated back over.
-    recent: tuple[tuple[MediaMs, bool], ...] = ()
+    A named tuple rather than a frozen dataclass: a new state is made on every frame the bot
+    may echo, and a tuple is built in a third of the time (0.1 against 0.3 µs, timeit).
+    """
+
+    #: Starts of the evident frames a VAD onset may be dated back over, oldest first (the
+    #: frames that are not evident count for nothing, and the tuple stays empty while the
+    #: echo alone is heard).
+    evident: tuple[MediaMs, ...] = ()
     held: Held | None = None
     #: Start of the latest frame the bot's audio could have echoed into (None: never).
     last_echo_ms: MediaMs | None = None
@@ -270,19 +325,19 @@ def frame(
     frame_ms: int = 20,
 ) -> tuple[EchoGateState, Start | None]:
     """One caller frame's verdict; a held start may be released by it."""
-    recent = state.recent
+    # Only the evident frames are kept: while the echo alone is heard there are none, and
+    # the tuple is neither copied nor rebuilt (it was ~20 entries rebuilt on every frame).
+    kept = state.evident
     cutoff = start_ms - keep_ms
-    old = 0
-    while old < len(recent) and recent[old][0] <= cutoff:  # oldest first: drop a prefix
-        old += 1
-    # Built directly, not with dataclasses.replace: this runs on every frame the bot may echo.
-    state = EchoGateState(
-        (*recent[old:], (start_ms, evident)),
-        state.held,
-        start_ms if echo_possible else state.last_echo_ms,
-        frame_ms,
-    )
-    return _maybe_release(state, settings)
+    if kept and kept[0] <= cutoff:  # oldest first: drop a prefix
+        old = 1
+        while old < len(kept) and kept[old] <= cutoff:
+            old += 1
+        kept = kept[old:]
+    if evident:
+        kept = (*kept, start_ms)
+    last_echo_ms = start_ms if echo_possible else state.last_echo_ms
+    return _maybe_release(EchoGateState(kept, state.held, last_echo_ms, frame_ms), settings)
 
 
 def speech_started(
@@ -290,14 +345,14 @@ def speech_started(
 ) -> tuple[EchoGateState, Start | None]:
     """The VAD detected speech from ``onset_ms``: pass it, or hold it while echo may explain it."""
     if not settings.enabled or state.last_echo_ms is None or state.last_echo_ms < onset_ms:
-        return replace(state, held=Held(onset_ms, released=True)), Start(onset_ms)
-    return _maybe_release(replace(state, held=Held(onset_ms)), settings)
+        return state._replace(held=Held(onset_ms, released=True)), Start(onset_ms)
+    return _maybe_release(state._replace(held=Held(onset_ms)), settings)
 
 
 def speech_ended(state: EchoGateState, end_ms: MediaMs) -> tuple[EchoGateState, End | None]:
     """The VAD declared the end: passed on only if its start was."""
     held = state.held
-    state = replace(state, held=None)
+    state = state._replace(held=None)
     return state, End(end_ms) if held is not None and held.released else None
 
 
@@ -307,8 +362,8 @@ def _maybe_release(
     held = state.held
     if held is None or held.released:
         return state, None
-    evident = [start for start, ok in state.recent if ok and start >= held.onset_ms]
+    evident = [start for start in state.evident if start >= held.onset_ms]
     frame_ms = state.frame_ms
     if len(evident) * frame_ms < max(settings.evidence_ms, frame_ms):
         return state, None
-    return replace(state, held=replace(held, released=True)), Start(evident[0])
+    return state._replace(held=replace(held, released=True)), Start(evident[0])

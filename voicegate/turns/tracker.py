@@ -115,10 +115,14 @@ class TurnTracker:
         samples = _decode(payload, self._wire.encoding)
         rate = self._wire.sample_rate
         frame = rate * echo_gate.REFERENCE_FRAME_MS // 1000
-        starts = range(0, len(samples), frame)
-        for start, level in zip(starts, levels_db(samples, frame), strict=True):
-            piece = min(frame, len(samples) - start)
-            self._reference.played(piece * 1000 // rate, level, now_ms)
+        levels = levels_db(samples, frame)
+        if not levels:
+            return
+        reference, frame_ms = self._reference, frame * 1000 // rate
+        for level in levels[:-1]:  # whole frames; the last piece may be short
+            reference.played(frame_ms, level, now_ms)
+        last = len(samples) - frame * (len(levels) - 1)
+        reference.played(last * 1000 // rate, levels[-1], now_ms)
 
     def flushed(self, now_ms: MediaMs) -> None:
         """The provider was told to drop its buffered bot audio."""
