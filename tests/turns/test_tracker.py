@@ -222,6 +222,26 @@ def test_the_bots_echo_never_reaches_the_model() -> None:
     assert pauses == []
 
 
+def test_the_bots_echo_in_a_held_pause_does_not_hold_the_turn() -> None:
+    # The bot talks on (an utterance the caller's "uh-huh" did not interrupt) while the
+    # caller pauses; its echo is what the VAD half hears: the pause ends at pause_ms, as it
+    # would without the wait, not at the silence timeout.
+    model = FakeModel(0.9)
+    turns, _ = tracker(model, gate=True)
+    turns.push(LOUD * 2, 20, [Voice(True, 0)])
+    for t in range(40, 820, 20):
+        turns.push(LOUD * 2, t, [])
+    turns.push(QUIET, 860, [Voice(False, 800)])
+    turns.transcript("check my balance", 860)
+    bot = samples_to_ulaw_bytes((np.sin(np.arange(160) * 0.3) * 16000).astype(np.int16))
+    echo = (LOUD * 0.1).astype(np.int16)  # -20 dB: explained by the bot's audio
+    ended = []
+    for t in range(880, 1400, 20):
+        turns.played(bot, t)
+        ended += [(t, v) for v in turns.push(echo, t, [], hearing=True)]
+    assert ended == [(960, Voice(False, 800))]
+
+
 def test_without_the_echo_gate_the_bots_audio_is_not_looked_at() -> None:
     # Every bot chunk released was decoded and kept for a gate that never read (or trimmed) it.
     pcm = AudioFormat(AudioEncoding.L16, 8000)

@@ -117,6 +117,8 @@ class TurnTracker:
         if self._eot.pause is None:  # the common case: nothing to judge
             return out
         self._poll_score(now_ms)
+        if hearing and self._echo_may_explain(frame, now_ms):
+            hearing = False  # the bot's own voice coming back: no sign the caller goes on
         return [*out, *self._decide(now_ms, hearing)]
 
     def played(self, payload: bytes, now_ms: MediaMs) -> None:
@@ -205,6 +207,21 @@ class TurnTracker:
                 self._report(now_ms, "echo_suppressed", onset_ms=held.onset_ms, end_ms=voice.at_ms)
             return []
         return self._turn_voice(Voice(False, end.end_ms), now_ms)
+
+    def _echo_may_explain(self, frame: Samples, now_ms: MediaMs) -> bool:
+        """Whether the bot's audio of the echo window may be what the VAD hears in ``frame``.
+
+        The gate's own test (a frame no louder than the reference less the margin), asked
+        only for a frame the VAD hears in a held pause: rare, so not worth a per-frame record.
+        """
+        if not self._gate_settings.enabled:
+            return False
+        frame_ms = len(frame) * 1000 // self._rate
+        reference = self._reference.level_at(now_ms - frame_ms, now_ms)
+        if reference is None:
+            return False
+        margin = self._echo_loss.margin(self._gate_settings)
+        return ac_level_db(frame) <= reference - margin
 
     # --- end of turn ----------------------------------------------------------------------
 
