@@ -143,10 +143,13 @@ def spread(values: list[float]) -> dict[str, Any]:
 # --- the gateway ------------------------------------------------------------------------------
 
 
-def bench_settings(variant: str, data_dir: Path) -> Settings:
-    """config/voicegate.yml with the bench's scripted model, as ``variant``."""
-    # The settings file of the tree whose voicegate is imported (this one, or a baseline's).
-    settings = read_settings(Path(voicegate.__file__).parent.parent / "config" / "voicegate.yml")
+def bench_settings(variant: str, data_dir: Path, config: Path | None = None) -> Settings:
+    """``config`` (config/voicegate.yml) with the bench's scripted model, as ``variant``."""
+    # By default the settings file of the tree whose voicegate is imported (this one, or a
+    # baseline's); --config measures another setting on the same tree.
+    if config is None:
+        config = Path(voicegate.__file__).parent.parent / "config" / "voicegate.yml"
+    settings = read_settings(config)
     engine = replace(settings.engine, llm=f"scripted:{ROOT / 'bench' / 'turn_taking.yml'}")
     settings = replace(
         settings,
@@ -407,7 +410,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     parts = args.parts.split(",")
     out: dict[str, Any] = {"benchmark": "turn_taking", "variant": args.variant, "speed": args.speed}
     with tempfile.TemporaryDirectory() as data:
-        async with gateway(bench_settings(args.variant, Path(data)), args.speed) as bench:
+        settings = bench_settings(args.variant, Path(data), args.config)
+        async with gateway(settings, args.speed) as bench:
             if "end_of_speech" in parts:
                 out["end_of_speech"] = await end_of_speech(bench, recordings)
             if "barge_in" in parts:
@@ -429,6 +433,9 @@ def main() -> None:
     )
     parser.add_argument("--parts", default="end_of_speech,barge_in,echo,bursts")
     parser.add_argument("--speed", type=float, default=1.0)
+    parser.add_argument(
+        "--config", type=Path, default=None, help="settings file (default: the tree's own)"
+    )
     parser.add_argument("--limit", type=int, default=0, help="use only the first N recordings")
     parser.add_argument("--echo-calls", type=int, default=5)
     parser.add_argument(

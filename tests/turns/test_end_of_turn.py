@@ -119,11 +119,11 @@ def test_a_score_or_transcript_for_an_older_pause_is_ignored() -> None:
 
 
 def test_a_verdict_asked_early_ends_the_turn_only_once_pause_ms_of_silence_passed() -> None:
-    # The VAD reports the pause after ask_after_ms (here 100) of silence; the model and the
-    # words are in 90 ms later, 190 ms after the speech: the turn ends at 200 ms, not before.
-    events = [("pause", 1100, 1000), ("score", 1170, 0.93), ("words", 1190, "front center")]
-    events += [("tick", 1200, None)]
-    assert run(events, MODEL) == ["model@1200"]
+    # The VAD reports the pause after ask_after_ms (60) of silence; the model and the words
+    # are in 90 ms later, 150 ms after the speech: the turn ends at pause_ms (160), not before.
+    events = [("pause", 1060, 1000), ("score", 1130, 0.93), ("words", 1150, "front center")]
+    events += [("tick", 1160, None)]
+    assert run(events, MODEL) == ["model@1160"]
 
 
 def test_ask_after_ms_must_come_no_later_than_the_pause() -> None:

@@ -140,6 +140,37 @@ def test_speech_after_a_pause_is_the_same_turn() -> None:
     assert released == [Voice(False, 2200)]  # scored incomplete: 1000 ms after the end
 
 
+def test_a_complete_pause_waits_while_the_vad_hears_the_caller_going_on() -> None:
+    # "Side ... left": the model scores "side" complete, but when the pause reaches pause_ms
+    # the VAD already hears the next word, and confirms its start three frames later. The
+    # turn is not answered into that word: the start is swallowed, one utterance goes on.
+    reports: list[dict[str, object]] = []
+    turns, _ = tracker(FakeModel(0.9), reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 860, [Voice(False, 800)])
+    turns.transcript("side", 860)
+    assert released(turns, 880, 960) == []  # less than pause_ms (160) of silence
+    going_on = [v for t in range(960, 1060, 20) for v in turns.push(LOUD, t, [], hearing=True)]
+    assert going_on == []
+    assert turns.push(LOUD, 1060, [Voice(True, 960)], hearing=True) == []
+    assert reports == []  # no end of turn was decided
+    assert turns.push(QUIET, 1760, [Voice(False, 1700)]) == []
+    turns.transcript("side left", 1760)
+    assert released(turns, 1780, 2000) == [(1860, Voice(False, 1700))]
+
+
+def test_a_voice_the_vad_never_confirms_holds_the_turn_only_to_the_silence_timeout() -> None:
+    # Line noise Silero half believes, frame after frame: the fallback still ends the turn.
+    reports: list[dict[str, object]] = []
+    turns, _ = tracker(FakeModel(0.9), reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 860, [Voice(False, 800)])
+    turns.transcript("check my balance", 860)
+    ended = [(t, v) for t in range(880, 1400, 20) for v in turns.push(QUIET, t, [], hearing=True)]
+    assert ended == [(1300, Voice(False, 800))]  # silence_timeout_ms (500) after the speech
+    assert reports[-1]["reason"] == "model"
+
+
 def test_without_a_model_events_pass_straight_through() -> None:
     turns, pauses = tracker(None)
     assert turns.push(LOUD, 20, [Voice(True, 0)]) == [Voice(True, 0)]
@@ -189,6 +220,26 @@ def test_the_bots_echo_never_reaches_the_model() -> None:
     assert seen == []
     assert model.asked == []
     assert pauses == []
+
+
+def test_the_bots_echo_in_a_held_pause_does_not_hold_the_turn() -> None:
+    # The bot talks on (an utterance the caller's "uh-huh" did not interrupt) while the
+    # caller pauses; its echo is what the VAD half hears: the pause ends at pause_ms, as it
+    # would without the wait, not at the silence timeout.
+    model = FakeModel(0.9)
+    turns, _ = tracker(model, gate=True)
+    turns.push(LOUD * 2, 20, [Voice(True, 0)])
+    for t in range(40, 820, 20):
+        turns.push(LOUD * 2, t, [])
+    turns.push(QUIET, 860, [Voice(False, 800)])
+    turns.transcript("check my balance", 860)
+    bot = samples_to_ulaw_bytes((np.sin(np.arange(160) * 0.3) * 16000).astype(np.int16))
+    echo = (LOUD * 0.1).astype(np.int16)  # -20 dB: explained by the bot's audio
+    ended = []
+    for t in range(880, 1400, 20):
+        turns.played(bot, t)
+        ended += [(t, v) for v in turns.push(echo, t, [], hearing=True)]
+    assert ended == [(960, Voice(False, 800))]
 
 
 def test_without_the_echo_gate_the_bots_audio_is_not_looked_at() -> None:

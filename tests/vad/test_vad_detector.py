@@ -73,6 +73,22 @@ def test_media_time_comes_from_frame_counts() -> None:
     assert detector.phase is Phase.QUIET
 
 
+def test_the_detector_says_when_it_hears_a_voice_it_has_not_confirmed() -> None:
+    # After the end of speech, a run of possible speech (MAYBE, then SPEECH) is heard from
+    # its first frame; the start is confirmed only after start_ms (60) of SPEECH.
+    codes = "SSSS...w..pSSS"
+    detector = Detector(ScriptedScorer(scripted(codes)), SETTINGS)
+    frame = np.zeros(160, dtype=np.int16)
+    heard = []
+    events = []
+    for _ in codes:
+        events.extend(detector.push(frame))
+        heard.append(detector.hears_voice)
+    assert heard == [code in "pS" for code in codes]
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded, SpeechStarted]
+    assert detector.phase is Phase.SPEAKING
+
+
 def test_finish_closes_speech_at_the_end_of_the_stream() -> None:
     detector = Detector(ScriptedScorer(scripted("SSSSS")), SETTINGS)
     assert push_all(detector, 5) == [(2, SpeechStarted(0, 60))]

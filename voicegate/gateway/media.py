@@ -136,6 +136,11 @@ class CallMedia:
         events = self._detector.prepare(frame)
         return None if events is None else _voices(events)
 
+    @property
+    def hears_voice(self) -> bool:
+        """Whether the VAD took the last frame for possible speech (``Detector.hears_voice``)."""
+        return self._detector.hears_voice
+
     async def detect_held(self) -> Sequence[VoiceEvent]:
         """Score the windows :meth:`detect_now` left waiting (in the batch), step the frame."""
         waiting = self._detector.waiting

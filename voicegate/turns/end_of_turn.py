@@ -95,9 +95,19 @@ def heard(state: EndOfTurnState, text: str, covers_ms: MediaMs) -> EndOfTurnStat
 
 
 def decide(
-    state: EndOfTurnState, now_ms: MediaMs, settings: EndOfTurnSettings
+    state: EndOfTurnState,
+    now_ms: MediaMs,
+    settings: EndOfTurnSettings,
+    *,
+    hearing_voice: bool = False,
 ) -> tuple[EndOfTurnState, TurnEnd | None]:
-    """Release the held pause as the end of the turn, or keep waiting."""
+    """Release the held pause as the end of the turn, or keep waiting.
+
+    ``hearing_voice``: the VAD takes the latest frame for possible speech that it has not
+    confirmed as a start yet. A caller going on after a pause is heard that way 40-80 ms
+    before the start is confirmed (``vad.start_ms`` of speech frames, and Silero's rise),
+    so no rule but the silence timeout ends the turn then (``wait_while_voiced``).
+    """
     pause = state.pause
     if pause is None:
         return state, None
@@ -105,6 +115,8 @@ def decide(
     if reason is None:
         return state, None
     silence = now_ms - pause.end_ms
+    if hearing_voice and settings.wait_while_voiced and silence < settings.silence_timeout_ms:
+        return state, None
     end = TurnEnd(pause.end_ms, reason, silence, pause.score, pause.words, pause.model)
     return EndOfTurnState(), end
 

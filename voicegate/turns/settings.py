@@ -28,14 +28,23 @@ class EndOfTurnSettings:
     #: ``smart-turn`` (the bundled Smart Turn v3.2 ONNX), ``none``, or a path to an ONNX file
     #: with the same input (80x800 Whisper log-mel features of the last 8 s).
     model: str = "smart-turn"
-    #: Silence (ms) after which a complete verdict may end the turn.
-    pause_ms: int = 200
+    #: Silence (ms) after which a complete verdict may end the turn, counted from the VAD's
+    #: dated end of speech. 160, not Pipecat's 200: a pause is held while the VAD hears the
+    #: caller going on (``wait_while_voiced``), which it does 40-80 ms before it confirms the
+    #: start, so 160 ends no more turns inside an utterance than 200 without that hold
+    #: (docs/turn-taking.md, "Waiting on a voice"). A whole number of 20 ms frames.
+    pause_ms: int = 160
     #: Silence (ms) after which the model and the recogniser are asked about a pause; it
     #: becomes the VAD's ``stop_ms``. Asking before ``pause_ms`` has passed means the verdict
     #: and the transcript (~90 and ~80-130 ms, on the two cores) are in when it has, instead
     #: of starting then; a pause that speech resumes costs them for nothing
     #: (docs/turn-taking.md, "Asking at 60 ms").
     ask_after_ms: int = 60
+    #: Whether a pause is held while the VAD hears possible speech it has not confirmed as a
+    #: start yet (a caller going on, heard 40-80 ms before the start is confirmed); the
+    #: silence timeout still ends the turn. Lets ``pause_ms`` be shorter for the same
+    #: pauses inside an utterance left whole (docs/turn-taking.md, "Waiting on a voice").
+    wait_while_voiced: bool = True
     #: Model probability at or above which the turn is complete (Smart Turn's own 0.5).
     threshold: float = 0.5
     #: Fallback while the model has not answered (a loaded machine): silence (ms since the

@@ -96,8 +96,19 @@ class TurnTracker:
         self._scoring: tuple[MediaMs, Future[float]] | None = None
         self._turn_onset_ms: MediaMs = 0
 
-    def push(self, frame: Samples, now_ms: MediaMs, voices: Iterable[VoiceLike]) -> list[Voice]:
-        """One caller frame ending at ``now_ms`` and the VAD's events for it."""
+    def push(
+        self,
+        frame: Samples,
+        now_ms: MediaMs,
+        voices: Iterable[VoiceLike],
+        *,
+        hearing: bool = False,
+    ) -> list[Voice]:
+        """One caller frame ending at ``now_ms`` and the VAD's events for it.
+
+        ``hearing``: the VAD took this frame for possible speech (``Detector.hears_voice``),
+        a start it has not confirmed yet; a held pause is not released on it.
+        """
         if self._model is not None:
             self._remember(frame, now_ms)
         out = self._gate_frame(frame, now_ms) if self._gate_settings.enabled else []
@@ -106,7 +117,9 @@ class TurnTracker:
         if self._eot.pause is None:  # the common case: nothing to judge
             return out
         self._poll_score(now_ms)
-        return [*out, *self._decide(now_ms)]
+        if hearing and self._echo_may_explain(frame, now_ms):
+            hearing = False  # the bot's own voice coming back: no sign the caller goes on
+        return [*out, *self._decide(now_ms, hearing)]
 
     def played(self, payload: bytes, now_ms: MediaMs) -> None:
         """Bot audio (wire format) was released to the provider at ``now_ms``."""
@@ -199,6 +212,21 @@ class TurnTracker:
             return []
         return self._turn_voice(Voice(False, end.end_ms), now_ms)
 
+    def _echo_may_explain(self, frame: Samples, now_ms: MediaMs) -> bool:
+        """Whether the bot's audio of the echo window may be what the VAD hears in ``frame``.
+
+        The gate's own test (a frame no louder than the reference less the margin), asked
+        only for a frame the VAD hears in a held pause: rare, so not worth a per-frame record.
+        """
+        if not self._gate_settings.enabled:
+            return False
+        frame_ms = len(frame) * 1000 // self._rate
+        reference = self._reference.level_at(now_ms - frame_ms, now_ms)
+        if reference is None:
+            return False
+        margin = self._echo_loss.margin(self._gate_settings)
+        return ac_level_db(frame) <= reference - margin
+
     # --- end of turn ----------------------------------------------------------------------
 
     def _turn_voice(self, voice: Voice, now_ms: MediaMs) -> list[Voice]:
@@ -257,8 +285,10 @@ class TurnTracker:
             return
         self._eot = end_of_turn.scored(self._eot, end_ms, score, now_ms)
 
-    def _decide(self, now_ms: MediaMs) -> list[Voice]:
-        self._eot, end = end_of_turn.decide(self._eot, now_ms, self._eot_settings)
+    def _decide(self, now_ms: MediaMs, hearing: bool) -> list[Voice]:
+        self._eot, end = end_of_turn.decide(
+            self._eot, now_ms, self._eot_settings, hearing_voice=hearing
+        )
         if end is None:
             return []
         # Ended without the verdict (a timeout on a loaded machine): an inference still queued

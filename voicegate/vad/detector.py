@@ -57,6 +57,7 @@ class Detector:
         self._dc = DcRemover(settings.frame_ms)
         self._state = MachineState()
         self._media_ms: MediaMs = 0
+        self._voiced = False
 
     @property
     def media_ms(self) -> MediaMs:
@@ -67,6 +68,16 @@ class Detector:
     def phase(self) -> Phase:
         """Where the state machine stands."""
         return self._state.phase
+
+    @property
+    def hears_voice(self) -> bool:
+        """Whether the last frame may be speech (MAYBE or SPEECH), confirmed or not.
+
+        After the end of speech this is a possible resume ~60-80 ms before its start is
+        confirmed (``start_ms`` of SPEECH frames, and Silero's rise): the end-of-turn machine
+        waits on it rather than answer into the caller's next word (docs/turn-taking.md).
+        """
+        return self._voiced
 
     @property
     def waiting(self) -> SileroScorer | None:
@@ -103,6 +114,7 @@ class Detector:
         verdict = classify(evidence, settings.speech_threshold, settings.maybe_threshold)
         start = self._media_ms
         self._media_ms = start + settings.frame_ms
+        self._voiced = verdict is Verdict.MAYBE or verdict is Verdict.SPEECH
         if verdict is Verdict.SILENCE and self._state.phase is Phase.QUIET:
             return ()  # most frames of a call: the table's (quiet, silence) row stays put
         self._state, events = step(self._state, verdict, start, settings)

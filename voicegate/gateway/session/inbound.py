@@ -57,7 +57,8 @@ class InboundAudio:
             voices = self._media.detect_now(frame)
             if voices is None:  # Silero windows to score, in the worker's batch
                 voices = await self._media.detect_held()
-            for voice in self._tracker.push(frame, self._clock.now_ms, voices):
+            hearing = self._media.hears_voice
+            for voice in self._tracker.push(frame, self._clock.now_ms, voices, hearing=hearing):
                 await self._on_voice(voice)
             if bargein.needs_tick(self._reactions.state):
                 await self._reactions.apply(bargein.Tick(self._clock.now_ms))
