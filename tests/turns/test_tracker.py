@@ -63,6 +63,17 @@ def released(turns: TurnTracker, start: int, stop: int) -> list[tuple[int, Voice
     return [(t, v) for t in range(start, stop, 20) for v in turns.push(QUIET, t, [])]
 
 
+def paused_after(text: str) -> tuple[TurnTracker, list[dict[str, object]]]:
+    """A tracker whose model scores every turn complete, held in a pause after 800 ms of
+    speech that was heard as ``text``; and its end-of-turn reports."""
+    reports: list[dict[str, object]] = []
+    turns, _ = tracker(FakeModel(0.9), reports=reports)
+    turns.push(LOUD, 20, [Voice(True, 0)])
+    turns.push(QUIET, 860, [Voice(False, 800)])
+    turns.transcript(text, 860)
+    return turns, reports
+
+
 def test_a_short_utterance_is_not_scored_and_the_silence_timeout_ends_it() -> None:
     model, reports = FakeModel(0.9), []
     turns, pauses = tracker(model, reports=reports)
@@ -144,11 +155,7 @@ def test_a_complete_pause_waits_while_the_vad_hears_the_caller_going_on() -> Non
     # "Side ... left": the model scores "side" complete, but when the pause reaches pause_ms
     # the VAD already hears the next word, and confirms its start three frames later. The
     # turn is not answered into that word: the start is swallowed, one utterance goes on.
-    reports: list[dict[str, object]] = []
-    turns, _ = tracker(FakeModel(0.9), reports=reports)
-    turns.push(LOUD, 20, [Voice(True, 0)])
-    turns.push(QUIET, 860, [Voice(False, 800)])
-    turns.transcript("side", 860)
+    turns, reports = paused_after("side")
     assert released(turns, 880, 960) == []  # less than pause_ms (160) of silence
     going_on = [v for t in range(960, 1060, 20) for v in turns.push(LOUD, t, [], hearing=True)]
     assert going_on == []
@@ -161,11 +168,7 @@ def test_a_complete_pause_waits_while_the_vad_hears_the_caller_going_on() -> Non
 
 def test_a_voice_the_vad_never_confirms_holds_the_turn_only_to_the_silence_timeout() -> None:
     # Line noise Silero half believes, frame after frame: the fallback still ends the turn.
-    reports: list[dict[str, object]] = []
-    turns, _ = tracker(FakeModel(0.9), reports=reports)
-    turns.push(LOUD, 20, [Voice(True, 0)])
-    turns.push(QUIET, 860, [Voice(False, 800)])
-    turns.transcript("check my balance", 860)
+    turns, reports = paused_after("check my balance")
     ended = [(t, v) for t in range(880, 1400, 20) for v in turns.push(QUIET, t, [], hearing=True)]
     assert ended == [(1300, Voice(False, 800))]  # silence_timeout_ms (500) after the speech
     assert reports[-1]["reason"] == "model"

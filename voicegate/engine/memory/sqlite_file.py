@@ -52,6 +52,8 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
         except sqlite3.OperationalError as error:
             if not _is_busy(error) or time.monotonic() >= deadline:
                 raise
+        # A blocking pause, as sqlite3's own busy handler takes: a store is opened once, as a
+        # worker starts and before it admits a call, so no call's media waits on it.
         time.sleep(_RETRY_PAUSE_S)
 
 
