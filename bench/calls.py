@@ -42,6 +42,9 @@ Per level (one JSON object on stdout):
   upper bounds; max is the highest non-empty bucket, or the worker's ``max_ms`` when that is the
   open last bucket, then p99 is null and ``p99_above_ms`` gives the bucket's lower bound).
   The monitor samples once per wake-up, so a long stall is one sample: look at ``max`` too.
+  ``loop_lag_ms_steady``: the same over the steady window of ``steady_ms_per_call_s`` (every
+  call up, none starting), so a level whose lag comes from the ramp (call starts, and the
+  callers' speech and the bots' answers, which the ramp bunches together) shows it;
   ``null`` when the gateway has no ``/workers`` or did not answer it (see ``notes``);
 - ``gateway_cpu``: ``ms_per_call_s`` = user+sys CPU of the serve process and all its descendants
   (workers, MCP servers; /proc/PID/stat incl. reaped children) over the level, divided by the
@@ -413,10 +416,12 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
     deadline = t0 + args.ramp_seconds + args.call_seconds + 60
     window = (t0 + args.ramp_seconds + 0.5, t0 + args.call_seconds - 0.2)  # every call is up
     steady: list[tuple[float, float]] = []  # (time, gateway CPU) at the window's ends
+    steady_lag: list[Any] = []  # GET /workers at the window's ends
     while pending and time.time() < deadline:
         peak_rss = max(peak_rss, rss_bytes(pids))
         if window[1] - window[0] >= 1 and len(steady) < 2 and time.time() >= window[len(steady)]:
             steady.append((time.time(), cpu_seconds(process_tree(gateway.proc.pid))))
+            steady_lag.append(gateway.workers_snapshot())
         for key, pipe in list(pending.items()):
             if pipe.poll(0.2 / len(pending)):
                 done.append(pipe.recv())
@@ -444,6 +449,8 @@ def measure_level(gateway: GatewayProcess, calls: int, args: argparse.Namespace)
         "per_call": round((peak_rss - gateway.idle_rss) / 2**20 / calls, 3),
     }
     figures["loop_lag_ms"] = lag_per_worker(before, after)
+    if len(steady_lag) == 2:
+        figures["loop_lag_ms_steady"] = lag_per_worker(*steady_lag)
     if metrics_before is not None and metrics_after is not None:
         figures.update(metric_figures(metrics_after - metrics_before))
     if pending:
