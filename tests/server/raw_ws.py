@@ -42,12 +42,14 @@ async def raw_websocket(
 
 
 def frame(opcode: int, payload: bytes, *, masked: bool = True) -> bytes:
-    """One client frame (RFC 6455 §5.2), FIN set; payloads under 64 KiB."""
+    """One client frame (RFC 6455 §5.2), FIN set."""
     bit = 0x80 if masked else 0
     if len(payload) < 126:
         length = bytes([len(payload) | bit])
-    else:
+    elif len(payload) < 65536:
         length = bytes([126 | bit]) + struct.pack("!H", len(payload))
+    else:
+        length = bytes([127 | bit]) + struct.pack("!Q", len(payload))
     if not masked:
         return bytes([0x80 | opcode]) + length + payload
     mask = os.urandom(4)

@@ -285,3 +285,16 @@ def test_the_mask_scanner_follows_frames_split_anywhere() -> None:
         scanner = MaskScanner()
         assert scanner.scan(clean[:cut])
         assert scanner.scan(clean[cut:])
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 300, 65535, 65536])
+def test_the_mask_scanner_judges_one_whole_frame_per_read_like_any_other(size: int) -> None:
+    # A read holding exactly one frame takes a shortcut (the usual media message); it must
+    # agree with the general walk on every length encoding (7-bit, 16-bit, 64-bit).
+    payload = b"x" * size
+    assert MaskScanner().scan(frame(0x1, payload))
+    assert not MaskScanner().scan(frame(0x1, payload, masked=False))
+    assert not MaskScanner().scan(frame(0x1, payload) + frame(0x1, b"y", masked=False))
+    scanner = MaskScanner()
+    assert scanner.scan(frame(0x1, payload)[:-1])  # cut short: the rest follows
+    assert not scanner.scan(frame(0x1, payload)[-1:] + frame(0x2, b"z", masked=False))
