@@ -234,10 +234,14 @@ class CallConnection(asyncio.Protocol):
     # --- the call ----------------------------------------------------------------------------
 
     def _opened(self, now: float) -> None:
-        if self.ws.state is not State.OPEN:
+        if self.ws.handshake_exc is not None:
             self.result.error = f"handshake failed: {self.ws.handshake_exc}"
             return
         self.result.connected = True
+        if self.ws.state is not State.OPEN:
+            # Upgraded, and the gateway's close frame came in the same read (a refusal right
+            # after the 101, e.g. 1013): connection_lost records its code, as for any close.
+            return
         for message in self.caller.opening():
             self.ws.send_text(message.encode())
         self.ticking = True
